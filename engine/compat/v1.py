@@ -1,0 +1,13 @@
+"""The tf.compat.v1 surface: everything `engine` exports."""
+
+from engine import *  # noqa: F401,F403
+from engine import __all__  # noqa: F401,E402
+from engine import errors, nn, train  # noqa: F401
+
+
+def disable_eager_execution() -> None:
+    """Graph mode is the only mode here; kept so ported TF2-era scripts run unchanged."""
+
+
+def disable_v2_behavior() -> None:
+    """Graph mode is the only mode here."""

@@ -1,0 +1,143 @@
+"""Element types: the TF names (`float32`, `int32`, `float32_ref`, ...), their proto
+spellings (`DT_FLOAT`) and their torch / numpy counterparts."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+
+class DType:
+    """An element type. Ref types (`float32_ref`) mark a variable's mutable output; they share
+    everything with their base type but the name."""
+
+    __slots__ = ("name", "proto_name", "torch_dtype", "numpy_dtype", "size", "kind", "_is_ref",
+                 "_base", "_ref")
+
+    def __init__(self, name: str, proto_name: str, torch_dtype, numpy_dtype, size: int,
+                 kind: str, base: DType | None = None):
+        self.name = name
+        self.proto_name = proto_name
+        self.torch_dtype = torch_dtype
+        self.numpy_dtype = numpy_dtype
+        self.size = size
+        self.kind = kind          # "float" | "complex" | "int" | "uint" | "bool" | "quantized"
+        self._is_ref = base is not None
+        self._base = base if base is not None else self
+        self._ref = None
+
+    @property
+    def base_dtype(self) -> DType:
+        return self._base
+
+    @property
+    def is_ref(self) -> bool:
+        return self._is_ref
+
+    @property
+    def _as_ref(self) -> DType:
+        base = self._base
+        if base._ref is None:
+            base._ref = DType(base.name + "_ref", base.proto_name + "_REF", base.torch_dtype,
+                              base.numpy_dtype, base.size, base.kind, base=base)
+        return base._ref
+
+    @property
+    def is_floating(self) -> bool:
+        return self.kind == "float"
+
+    @property
+    def is_complex(self) -> bool:
+        return self.kind == "complex"
+
+    @property
+    def is_integer(self) -> bool:
+        return self.kind in ("int", "uint")
+
+    @property
+    def is_bool(self) -> bool:
+        return self.kind == "bool"
+
+    @property
+    def is_quantized(self) -> bool:
+        return self.kind == "quantized"
+
+    @property
+    def is_differentiable(self) -> bool:
+        return self.kind in ("float", "complex")
+
+    @property
+    def as_numpy_dtype(self):
+        return self.numpy_dtype
+
+    def __repr__(self) -> str:
+        return f"tf.{self.name}"
+
+    def __str__(self) -> str:
+        return f"<dtype: '{self.name}'>"
+
+    def __reduce__(self):
+        raise TypeError("dtypes are not picklable")
+
+
+def _make(name, proto, torch_dtype, numpy_dtype, size, kind) -> DType:
+    return DType(name, proto, torch_dtype, numpy_dtype, size, kind)
+
+
+float16 = half = _make("float16", "DT_HALF", torch.float16, np.float16, 2, "float")
+bfloat16 = _make("bfloat16", "DT_BFLOAT16", torch.bfloat16, None, 2, "float")
+float32 = _make("float32", "DT_FLOAT", torch.float32, np.float32, 4, "float")
+float64 = double = _make("float64", "DT_DOUBLE", torch.float64, np.float64, 8, "float")
+complex64 = _make("complex64", "DT_COMPLEX64", torch.complex64, np.complex64, 8, "complex")
+complex128 = _make("complex128", "DT_COMPLEX128", torch.complex128, np.complex128, 16, "complex")
+int8 = _make("int8", "DT_INT8", torch.int8, np.int8, 1, "int")
+int16 = _make("int16", "DT_INT16", torch.int16, np.int16, 2, "int")
+int32 = _make("int32", "DT_INT32", torch.int32, np.int32, 4, "int")
+int64 = _make("int64", "DT_INT64", torch.int64, np.int64, 8, "int")
+uint8 = _make("uint8", "DT_UINT8", torch.uint8, np.uint8, 1, "uint")
+uint16 = _make("uint16", "DT_UINT16", torch.uint16, np.uint16, 2, "uint")
+uint32 = _make("uint32", "DT_UINT32", torch.uint32, np.uint32, 4, "uint")
+uint64 = _make("uint64", "DT_UINT64", torch.uint64, np.uint64, 8, "uint")
+bool = _make("bool", "DT_BOOL", torch.bool, np.bool_, 1, "bool")  # noqa: A001 - TF's name
+quint8 = _make("quint8", "DT_QUINT8", torch.quint8, None, 1, "quantized")
+qint8 = _make("qint8", "DT_QINT8", torch.qint8, None, 1, "quantized")
+qint32 = _make("qint32", "DT_QINT32", torch.qint32, None, 4, "quantized")
+
+ALL = (float16, bfloat16, float32, float64, complex64, complex128, int8, int16, int32, int64,
+       uint8, uint16, uint32, uint64, bool, quint8, qint8, qint32)
+FLOATS = (float16, bfloat16, float32, float64)
+NUMERIC = FLOATS + (complex64, complex128, int8, int16, int32, int64, uint8)
+REAL_NUMERIC = FLOATS + (int8, int16, int32, int64, uint8)
+
+_BY_NAME = {d.name: d for d in ALL}
+_BY_NAME.update({"half": float16, "float": float32, "double": float64})
+_BY_PROTO = {d.proto_name: d for d in ALL}
+_BY_TORCH = {d.torch_dtype: d for d in ALL}
+_BY_NUMPY = {np.dtype(d.numpy_dtype): d for d in ALL if d.numpy_dtype is not None}
+
+
+def as_dtype(value) -> DType:
+    """Converts a DType, name, proto name, numpy or torch dtype into a DType."""
+    if isinstance(value, DType):
+        return value
+    if isinstance(value, str):
+        if value.endswith("_ref") and value[:-4] in _BY_NAME:
+            return _BY_NAME[value[:-4]]._as_ref
+        found = _BY_NAME.get(value) or _BY_PROTO.get(value)
+        if found is not None:
+            return found
+    elif isinstance(value, torch.dtype):
+        if value in _BY_TORCH:
+            return _BY_TORCH[value]
+    else:
+        try:
+            return _BY_NUMPY[np.dtype(value)]
+        except (TypeError, KeyError):
+            pass
+    raise TypeError(f"Cannot convert value {value!r} to a dtype; known dtypes: "
+                    f"{', '.join(sorted(_BY_NAME))}")
+
+
+def from_numpy_value(array: np.ndarray) -> DType:
+    """The dtype TF picks for a numpy array (python floats arrive as float64 -> float32)."""
+    return as_dtype(array.dtype)

@@ -1,0 +1,6 @@
+"""Torch kernels, registered per (op type, device type, dtypes). Each family is imported
+explicitly so the registry is complete as soon as this package is."""
+
+from engine.kernels import array, math, nn, state  # noqa: F401
+from engine.kernels.registry import (Constant, KernelContext, find_kernel,  # noqa: F401
+                                     registered_kernels_text, supported_device_types)

@@ -1,0 +1,122 @@
+"""Array kernels: Const, Placeholder, Identity, Reshape, Cast, Shape, Size, ExpandDims,
+BroadcastTo, Fill, ZerosLike, OnesLike, StopGradient, and the runtime's _Arg/_Retval."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from engine import errors
+from engine.kernels.registry import ALL_TYPES, GPU_REAL, INDEX_TYPES, Constant, kernel
+
+_ANY = {}
+
+
+def host_tensor(values, dtype) -> torch.Tensor:
+    """Shapes and indices stay in host memory whatever the device (TF's HostMemory args)."""
+    return torch.tensor(values, dtype=dtype.torch_dtype)
+
+
+@kernel("Const", CPU={"dtype": ALL_TYPES}, GPU={"dtype": ALL_TYPES})
+def const(node, ctx):
+    array = np.array(node.attr["value"], copy=True)
+    return Constant(torch.from_numpy(array).to(ctx.torch_device))
+
+
+@kernel("Placeholder", CPU=_ANY, GPU=_ANY)
+def placeholder(node, ctx):
+    dtype = node.attr["dtype"]
+    shape = node.attr["shape"]
+
+    def missing_feed():
+        raise errors.InvalidArgumentError(
+            node, None, f"You must feed a value for placeholder tensor '{node.name}' with dtype "
+                        f"{dtype.name}{'' if shape.dims is None else ' and shape ' + shape.bracket_str()}")
+    return missing_feed
+
+
+def _identity(x):
+    return x
+
+
+@kernel("Identity", CPU=_ANY, GPU=_ANY)
+@kernel("StopGradient", CPU=_ANY, GPU=_ANY)
+def identity(node, ctx):
+    return _identity
+
+
+@kernel("Reshape", CPU={"T": ALL_TYPES, "Tshape": INDEX_TYPES},
+        GPU={"T": ALL_TYPES, "Tshape": INDEX_TYPES}, host_memory=("shape",))
+def reshape(node, ctx):
+    def run(x, shape):
+        return x.reshape(shape.tolist())
+    return run
+
+
+@kernel("Cast", CPU=_ANY, GPU=_ANY)
+def cast(node, ctx):
+    target = node.attr["DstT"].torch_dtype
+
+    def run(x):
+        return x.to(target)
+    return run
+
+
+@kernel("Shape", CPU={"out_type": INDEX_TYPES}, GPU={"out_type": INDEX_TYPES},
+        host_memory=("output",))
+def shape(node, ctx):
+    out = node.attr["out_type"]
+
+    def run(x):
+        return host_tensor(list(x.shape), out)
+    return run
+
+
+@kernel("Size", CPU={"out_type": INDEX_TYPES}, GPU={"out_type": INDEX_TYPES},
+        host_memory=("output",))
+def size(node, ctx):
+    out = node.attr["out_type"]
+
+    def run(x):
+        return host_tensor(x.numel(), out)
+    return run
+
+
+@kernel("ExpandDims", CPU=_ANY, GPU=_ANY, host_memory=("dim",))
+def expand_dims(node, ctx):
+    def run(x, dim):
+        return x.unsqueeze(int(dim.reshape(-1)[0]))
+    return run
+
+
+@kernel("BroadcastTo", CPU={"T": ALL_TYPES}, GPU={"T": ALL_TYPES}, host_memory=("shape",))
+def broadcast_to(node, ctx):
+    def run(x, shape):
+        return x.expand(shape.tolist()).contiguous()
+    return run
+
+
+@kernel("Fill", CPU={"T": ALL_TYPES}, GPU={"T": GPU_REAL}, host_memory=("dims",))
+def fill(node, ctx):
+    device = ctx.torch_device
+
+    def run(dims, value):
+        return torch.full(dims.tolist(), value.item(), dtype=value.dtype, device=device)
+    return run
+
+
+@kernel("ZerosLike", CPU=_ANY, GPU=_ANY)
+def zeros_like(node, ctx):
+    return torch.zeros_like
+
+
+@kernel("OnesLike", CPU=_ANY, GPU=_ANY)
+def ones_like(node, ctx):
+    return torch.ones_like
+
+
+@kernel("_Arg", CPU=_ANY, GPU=_ANY)
+@kernel("_Retval", CPU=_ANY, GPU=_ANY)
+def arg_or_retval(node, ctx):
+    """Feeds and fetches are wired by the executor; these exist so placement sees a kernel."""
+    return _identity

@@ -1,0 +1,263 @@
+"""Gradient rules, one small function per op type, kept side by side in one table so a
+missing rule is easy to see. Each rule emits graph ops: `rule(op, *output_grads)` returns one
+gradient (or None) per input of `op`."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from engine.ops import array_ops as A
+from engine.ops import math_ops as M
+from engine.ops import nn_ops as N
+from engine.ops.core import constant_value
+from engine.ops.registry import get_op_def
+
+
+def _static_reduction_axes(x_shape, y_shape):
+    """Python version of BroadcastGradientArgs for fully known shapes."""
+    a, b = list(x_shape.dims), list(y_shape.dims)
+    n = max(len(a), len(b))
+    a, b = [1] * (n - len(a)) + a, [1] * (n - len(b)) + b
+    ra = [i for i in range(n) if a[i] == 1 and b[i] != 1]
+    rb = [i for i in range(n) if b[i] == 1 and a[i] != 1]
+    lead_a, lead_b = n - len(x_shape.dims), n - len(y_shape.dims)
+    return ra + [i for i in range(lead_a) if i not in ra], \
+        rb + [i for i in range(lead_b) if i not in rb]
+
+
+def _unbroadcast(grad_x, grad_y, x, y):
+    """Sums each gradient over the axes its input was broadcast along."""
+    xs, ys = x.shape, y.shape
+    if xs.is_fully_defined() and ys.is_fully_defined():
+        if xs == ys and grad_x.shape == xs:
+            return grad_x, grad_y
+        rx, ry = _static_reduction_axes(xs, ys)
+        gx = A.reshape(M.reduce_sum(grad_x, sorted(rx)), xs.as_list()) if rx else \
+            _match_static(grad_x, xs)
+        gy = A.reshape(M.reduce_sum(grad_y, sorted(ry)), ys.as_list()) if ry else \
+            _match_static(grad_y, ys)
+        return gx, gy
+    sx, sy = A.shape(x), A.shape(y)
+    rx, ry = M.broadcast_gradient_args(sx, sy)
+    return A.reshape(M.reduce_sum(grad_x, rx), sx), A.reshape(M.reduce_sum(grad_y, ry), sy)
+
+
+def _match_static(grad, shape):
+    return grad if grad.shape == shape else A.reshape(grad, shape.as_list())
+
+
+def _add_grad(op, grad):
+    return _unbroadcast(grad, grad, *op.inputs)
+
+
+def _sub_grad(op, grad):
+    return _unbroadcast(grad, M.negative(grad), *op.inputs)
+
+
+def _mul_grad(op, grad):
+    x, y = op.inputs
+    return _unbroadcast(M.multiply(grad, y), M.multiply(x, grad), x, y)
+
+
+def _real_div_grad(op, grad):
+    x, y = op.inputs
+    gx = M.divide(grad, y)
+    gy = M.multiply(grad, M.divide(M.divide(M.negative(x), y), y))
+    return _unbroadcast(gx, gy, x, y)
+
+
+def _squared_difference_grad(op, grad):
+    x, y = op.inputs
+    g = M.multiply(M.multiply(grad, A.constant(2.0, dtype=grad.dtype)), M.subtract(x, y))
+    return _unbroadcast(g, M.negative(g), x, y)
+
+
+def _maximum_grad(op, grad, pick=M.greater):
+    x, y = op.inputs
+    mask = A.cast(pick(x, y), grad.dtype)
+    return _unbroadcast(M.multiply(grad, mask),
+                        M.multiply(grad, M.subtract(A.ones_like(mask), mask)), x, y)
+
+
+def _minimum_grad(op, grad):
+    return _maximum_grad(op, grad, pick=M.less)
+
+
+def _matmul_grad(op, grad):
+    a, b = op.inputs
+    ta, tb = op.attrs["transpose_a"], op.attrs["transpose_b"]
+    if not ta and not tb:
+        return M.matmul(grad, b, transpose_b=True), M.matmul(a, grad, transpose_a=True)
+    if not ta and tb:
+        return M.matmul(grad, b), M.matmul(grad, a, transpose_a=True)
+    if ta and not tb:
+        return M.matmul(b, grad, transpose_b=True), M.matmul(a, grad)
+    return (M.matmul(b, grad, transpose_a=True, transpose_b=True),
+            M.matmul(grad, a, transpose_a=True, transpose_b=True))
+
+
+def _add_n_grad(op, grad):
+    return [grad] * len(op.inputs)
+
+
+def _identity_grad(op, grad):
+    return [grad]
+
+
+def _neg_grad(op, grad):
+    return [M.negative(grad)]
+
+
+def _square_grad(op, grad):
+    x = op.inputs[0]
+    return [M.multiply(grad, M.multiply(A.constant(2.0, dtype=x.dtype.base_dtype), x))]
+
+
+def _abs_grad(op, grad):
+    x = op.inputs[0]
+    sign = M.subtract(A.cast(M.greater(x, A.zeros_like(x)), x.dtype.base_dtype),
+                      A.cast(M.less(x, A.zeros_like(x)), x.dtype.base_dtype))
+    return [M.multiply(grad, sign)]
+
+
+def _exp_grad(op, grad):
+    return [M.multiply(grad, op.outputs[0])]
+
+
+def _log_grad(op, grad):
+    return [M.multiply(grad, M.reciprocal(op.inputs[0]))]
+
+
+def _sqrt_grad(op, grad):
+    y = op.outputs[0]
+    return [M.divide(M.multiply(grad, A.constant(0.5, dtype=y.dtype.base_dtype)), y)]
+
+
+def _reciprocal_grad(op, grad):
+    y = op.outputs[0]
+    return [M.negative(M.multiply(grad, M.multiply(y, y)))]
+
+
+def _sigmoid_grad(op, grad):
+    y = op.outputs[0]
+    return [y.graph.create_op("SigmoidGrad", [y, grad], {"T": y.dtype.base_dtype},
+                              name="SigmoidGrad").outputs[0]]
+
+
+def _tanh_grad(op, grad):
+    y = op.outputs[0]
+    return [y.graph.create_op("TanhGrad", [y, grad], {"T": y.dtype.base_dtype},
+                              name="TanhGrad").outputs[0]]
+
+
+def _relu_grad(op, grad):
+    y = op.outputs[0]
+    return [y.graph.create_op("ReluGrad", [grad, y], {"T": y.dtype.base_dtype},
+                              name="ReluGrad").outputs[0]]
+
+
+def _softmax_grad(op, grad):
+    y = op.outputs[0]
+    inner = M.reduce_sum(M.multiply(grad, y), -1, keepdims=True)
+    return [M.multiply(M.subtract(grad, inner), y)]
+
+
+def _log_softmax_grad(op, grad):
+    y = op.outputs[0]
+    return [M.subtract(grad, M.multiply(M.reduce_sum(grad, -1, keepdims=True), M.exp(y)))]
+
+
+def _xent_grad(op, grad_loss, grad_backprop):
+    logits = op.inputs[0]
+    scale = A.expand_dims(grad_loss, -1)
+    grad_logits = M.multiply(scale, op.outputs[1])
+    grad_labels = M.multiply(scale, M.negative(N.log_softmax(logits)))
+    return grad_logits, grad_labels
+
+
+def _reshape_grad(op, grad):
+    return A.reshape(grad, A.shape(op.inputs[0])), None
+
+
+def _expand_dims_grad(op, grad):
+    return A.reshape(grad, A.shape(op.inputs[0])), None
+
+
+def _cast_grad(op, grad):
+    src = op.attrs["SrcT"]
+    if src.is_floating and op.attrs["DstT"].is_floating:
+        return [A.cast(grad, src)]
+    return [None]
+
+
+def _reduction_axes(op):
+    x = op.inputs[0]
+    axes = constant_value(op.inputs[1])
+    if axes is None or x.shape.ndims is None:
+        raise NotImplementedError(f"Gradient of {op.type} '{op.name}' needs constant axes and an "
+                                  "input of known rank.")
+    rank = x.shape.ndims
+    return sorted({int(a) % rank for a in np.asarray(axes).reshape(-1)}) if rank else []
+
+
+def _sum_grad(op, grad):
+    """Re-inserts the reduced axes (size 1), then broadcasts back to the input's shape."""
+    x = op.inputs[0]
+    if not op.attrs["keep_dims"]:
+        for axis in _reduction_axes(op):
+            grad = A.expand_dims(grad, axis)
+    target = x.shape.as_list() if x.shape.is_fully_defined() else A.shape(x)
+    return A.broadcast_to(grad, target), None
+
+
+def _mean_grad(op, grad):
+    x, y = op.inputs[0], op.outputs[0]
+    sum_grad, _ = _sum_grad(op, grad)
+    if x.shape.is_fully_defined() and y.shape.is_fully_defined():
+        factor = max(x.shape.num_elements() // max(y.shape.num_elements(), 1), 1)
+        factor_t = A.constant(factor, dtype=sum_grad.dtype.base_dtype)
+    else:
+        factor_t = M.divide(A.cast(A.size(x), sum_grad.dtype.base_dtype),
+                            A.cast(A.size(y), sum_grad.dtype.base_dtype))
+    return M.divide(sum_grad, factor_t), None
+
+
+def _broadcast_to_grad(op, grad):
+    x = op.inputs[0]
+    rx, _ = M.broadcast_gradient_args(A.shape(x), op.inputs[1])
+    return A.reshape(M.reduce_sum(grad, rx), A.shape(x)), None
+
+
+def _fill_grad(op, grad):
+    return None, M.reduce_sum(grad)
+
+
+GRADIENTS = {
+    "Add": _add_grad, "Sub": _sub_grad, "Mul": _mul_grad, "RealDiv": _real_div_grad,
+    "SquaredDifference": _squared_difference_grad, "Maximum": _maximum_grad,
+    "Minimum": _minimum_grad, "MatMul": _matmul_grad, "AddN": _add_n_grad,
+    "Identity": _identity_grad, "Neg": _neg_grad, "Square": _square_grad, "Abs": _abs_grad,
+    "Exp": _exp_grad, "Log": _log_grad, "Sqrt": _sqrt_grad, "Reciprocal": _reciprocal_grad,
+    "Sigmoid": _sigmoid_grad, "Tanh": _tanh_grad, "Relu": _relu_grad, "Softmax": _softmax_grad,
+    "LogSoftmax": _log_softmax_grad, "SoftmaxCrossEntropyWithLogits": _xent_grad,
+    "Reshape": _reshape_grad, "ExpandDims": _expand_dims_grad, "Cast": _cast_grad,
+    "Sum": _sum_grad, "Mean": _mean_grad, "BroadcastTo": _broadcast_to_grad,
+    "Fill": _fill_grad,
+}
+
+NOT_DIFFERENTIABLE = (
+    "Const", "Placeholder", "Shape", "Size", "BroadcastGradientArgs", "ZerosLike", "OnesLike",
+    "StopGradient", "Equal", "Less", "Greater", "ArgMax", "NoOp", "Max", "Pow", "SigmoidGrad",
+    "TanhGrad", "ReluGrad", "VariableV2", "Assign", "AssignAdd", "AssignSub",
+    "ApplyGradientDescent",
+)
+
+
+def _install() -> None:
+    for op_type, rule in GRADIENTS.items():
+        get_op_def(op_type).gradient = rule
+    for op_type in NOT_DIFFERENTIABLE:
+        get_op_def(op_type).not_differentiable = True
+
+
+_install()

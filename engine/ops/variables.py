@@ -1,0 +1,186 @@
+"""tf.Variable (TF1's ref variable: VariableV2 + `<name>/Assign` initializer + `<name>/read`
+snapshot colocated with it), the variable collections and their initializers."""
+
+from __future__ import annotations
+
+from engine import dtypes
+from engine.graph import get_default_graph
+from engine.ops import array_ops, control_flow_ops, state_ops
+from engine.ops.core import convert_to_tensor, graph_of
+from engine.ops.math_ops import install_operators
+from engine.shapes import TensorShape
+
+
+class GraphKeys:
+    GLOBAL_VARIABLES = "variables"
+    TRAINABLE_VARIABLES = "trainable_variables"
+    LOCAL_VARIABLES = "local_variables"
+    TRAIN_OP = "train_op"
+    GLOBAL_STEP = "global_step"
+    LOSSES = "losses"
+    SUMMARIES = "summaries"
+    UPDATE_OPS = "update_ops"
+
+
+class Variable:
+    """A mutable tensor that lives across Session.run calls, on one device."""
+
+    def __init__(self, initial_value=None, trainable=True, collections=None,
+                 validate_shape=True, caching_device=None, name=None, dtype=None,
+                 expected_shape=None):
+        if initial_value is None:
+            raise ValueError("initial_value must be specified.")
+        g = graph_of(initial_value)
+        with g.as_default(), g.name_scope(name or "Variable") as scope:
+            if callable(initial_value):
+                initial_value = initial_value()
+            self._initial_value = convert_to_tensor(initial_value, dtype=dtype,
+                                                    name="initial_value")
+            shape = self._initial_value.shape if validate_shape else TensorShape(None)
+            if validate_shape and not shape.is_fully_defined():
+                raise ValueError(f"initial_value must have a shape specified: "
+                                 f"{self._initial_value}")
+            self._variable = state_ops.variable_op(shape, self._initial_value.dtype, name=scope)
+            self._initializer_op = state_ops.assign(self._variable, self._initial_value,
+                                                    validate_shape=validate_shape,
+                                                    name="Assign").op
+            with g.colocate_with(self._variable.op):
+                self._snapshot = array_ops.identity(self._variable, name="read")
+        self._trainable = trainable
+        collections = list(collections) if collections is not None else \
+            [GraphKeys.GLOBAL_VARIABLES]
+        if trainable and GraphKeys.TRAINABLE_VARIABLES not in collections:
+            collections.append(GraphKeys.TRAINABLE_VARIABLES)
+        for key in collections:
+            g.add_to_collection(key, self)
+
+    # -- identity -------------------------------------------------------------------------
+
+    @property
+    def name(self) -> str:
+        return self._variable.name
+
+    @property
+    def op(self):
+        return self._variable.op
+
+    @property
+    def graph(self):
+        return self._variable.graph
+
+    @property
+    def device(self) -> str:
+        return self._variable.device
+
+    @property
+    def dtype(self) -> dtypes.DType:
+        return self._variable.dtype
+
+    @property
+    def shape(self) -> TensorShape:
+        return self._variable.shape
+
+    def get_shape(self) -> TensorShape:
+        return self._variable.shape
+
+    @property
+    def trainable(self) -> bool:
+        return self._trainable
+
+    @property
+    def initializer(self):
+        return self._initializer_op
+
+    @property
+    def initial_value(self):
+        return self._initial_value
+
+    def value(self):
+        return self._snapshot
+
+    def read_value(self):
+        return array_ops.identity(self._variable, name="read")
+
+    def _ref(self):
+        return self._variable
+
+    def _as_graph_element(self):
+        return self._snapshot
+
+    # -- updates --------------------------------------------------------------------------
+
+    def assign(self, value, use_locking=False, name=None, read_value=True):
+        return state_ops.assign(self._variable, value, use_locking=use_locking, name=name)
+
+    def assign_add(self, delta, use_locking=False, name=None, read_value=True):
+        return state_ops.assign_add(self._variable, delta, use_locking=use_locking, name=name)
+
+    def assign_sub(self, delta, use_locking=False, name=None, read_value=True):
+        return state_ops.assign_sub(self._variable, delta, use_locking=use_locking, name=name)
+
+    def eval(self, session=None):
+        return self._snapshot.eval(session=session)
+
+    def load(self, value, session=None):
+        from engine.runtime.session import default_session_for
+        default_session_for(self.graph, session).run(
+            self._initializer_op, {self._initializer_op.inputs[1]: value})
+
+    def __repr__(self) -> str:
+        return (f"<tf.Variable '{self.name}' shape={self.shape} "
+                f"dtype={self.dtype.name}>")
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def __eq__(self, other) -> bool:
+        return self is other
+
+
+install_operators(Variable)
+
+
+def global_variables(scope=None) -> list[Variable]:
+    return get_default_graph().get_collection(GraphKeys.GLOBAL_VARIABLES, scope)
+
+
+def trainable_variables(scope=None) -> list[Variable]:
+    return get_default_graph().get_collection(GraphKeys.TRAINABLE_VARIABLES, scope)
+
+
+def local_variables(scope=None) -> list[Variable]:
+    return get_default_graph().get_collection(GraphKeys.LOCAL_VARIABLES, scope)
+
+
+def variables_initializer(var_list, name="init"):
+    if var_list:
+        return control_flow_ops.group(*[v.initializer for v in var_list], name=name)
+    return control_flow_ops.no_op(name=name)
+
+
+def global_variables_initializer():
+    return variables_initializer(global_variables(), name="init")
+
+
+def local_variables_initializer():
+    return variables_initializer(local_variables(), name="init")
+
+
+def is_variable_initialized(variable):
+    raise NotImplementedError("is_variable_initialized needs the IsVariableInitialized op, "
+                              "which this engine does not have yet.")
+
+
+def convert_variable(value):
+    """For fetches: a Variable is fetched as its current value."""
+    return value._snapshot if isinstance(value, Variable) else value
+
+
+def _assert_float(var: Variable) -> None:
+    if not var.dtype.base_dtype.is_floating:
+        raise ValueError(f"Variable {var.name} has dtype {var.dtype.base_dtype.name}; only float "
+                         "variables can be trained.")
+
+
+__all__ = ["Variable", "GraphKeys", "global_variables", "trainable_variables",
+           "global_variables_initializer", "variables_initializer", "convert_to_tensor"]

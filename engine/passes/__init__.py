@@ -1,0 +1,2 @@
+"""Plain functions over graphs: prune, place, partition, gradients. They never import torch
+or the runtime; the Session hands their results to the recorder."""

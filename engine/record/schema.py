@@ -1,0 +1,180 @@
+"""The run store's vocabulary: plain, immutable records shared by the engine (which writes
+them) and the workbench (which reads them). Standard library only, so viz/ and workbench/
+can import it without pulling in torch or the runtime."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+SCHEMA_VERSION = 1
+DATABASE_NAME = "run.sqlite"
+
+# Run status as the reader reports it.
+RUNNING = "running"            # a writer is open and has written recently
+FINISHED = "finished"          # the writer was closed cleanly
+INTERRUPTED = "interrupted"    # never closed and silent for a while: the process died
+UNREADABLE = "unreadable"      # the folder is not a run store we can read (see RunInfo.error)
+
+# Why the placer put a node where it did.
+EXPLICIT = "explicit"          # the node's own device spec chose the device
+COLOCATED = "colocated"        # another member of its colocation group decided
+DEFAULT = "default"            # nothing requested: the highest-priority device with a kernel
+CONSUMERS = "consumers"        # a generator (no inputs) placed with all of its consumers
+SOFT_FALLBACK = "soft_fallback"  # the request could not be met; allow_soft_placement moved it
+PREASSIGNED = "preassigned"    # kept from an earlier placement or fixed by the runtime
+PLACEMENT_REASONS = (EXPLICIT, COLOCATED, DEFAULT, CONSUMERS, SOFT_FALLBACK, PREASSIGNED)
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """dtype name as in the engine (`float32`, `int32`, `float32_ref`); shape with None for
+    unknown dimensions, or None when even the rank is unknown."""
+    dtype: str
+    shape: tuple[int | None, ...] | None
+
+
+@dataclass(frozen=True)
+class DeviceRecord:
+    name: str                  # /job:localhost/replica:0/task:0/device:GPU:1
+    device_type: str           # CPU | GPU
+    index: int
+    physical: str              # human description, e.g. "virtual GPU backed by host memory"
+    virtual: bool
+
+
+@dataclass(frozen=True)
+class NodeRecord:
+    """One graph node. `inputs` use GraphDef spelling: "a", "a:1", "^a" (control)."""
+    name: str
+    op: str
+    inputs: tuple[str, ...]
+    device: str                # requested device spec ("" when none)
+    attrs: dict                # JSON-safe attribute values
+    outputs: tuple[TensorSpec, ...]
+    stack: tuple[str, ...]     # creation site, outermost first: "file.py:12 in build_model"
+
+
+@dataclass(frozen=True)
+class GraphRecord:
+    version: int
+    nodes: tuple[NodeRecord, ...]
+    seq: int = 0
+    wall_time: float = 0.0
+
+
+@dataclass(frozen=True)
+class PlacementRecord:
+    node: str
+    op: str
+    requested: str             # the node's own requested spec, "" when none
+    assigned: str              # full device name
+    reason: str                # one of PLACEMENT_REASONS
+    detail: str                # why, in words ("no GPU kernel for VariableV2 with dtype int32")
+    log_line: str              # TensorFlow's log_device_placement line
+    graph_version: int = 0
+    seq: int = 0
+    wall_time: float = 0.0
+
+
+@dataclass(frozen=True)
+class PlanRecord:
+    """One compiled execution plan: a (fetches, feeds, targets, graph version) signature."""
+    plan: int
+    graph_version: int
+    fetches: tuple[str, ...]
+    feeds: tuple[str, ...]
+    targets: tuple[str, ...]
+    devices: tuple[str, ...]   # devices that got a partition
+    seq: int = 0
+    wall_time: float = 0.0
+
+
+@dataclass(frozen=True)
+class PartitionRecord:
+    plan: int
+    device: str
+    nodes: tuple[str, ...]     # every node of the partition, Send/Recv included, in schedule order
+
+
+@dataclass(frozen=True)
+class CutEdgeRecord:
+    """A tensor (or control edge, tensor "^src") that crosses devices through a Send/Recv pair."""
+    plan: int
+    tensor: str                # "src:0", or "^src" for a control edge
+    src_device: str
+    dst_device: str
+    send_node: str
+    recv_node: str
+    key: str                   # rendezvous key, TensorFlow's exact format
+    dtype: str
+    shape: tuple[int | None, ...] | None
+    consumers: tuple[str, ...]  # nodes on the destination device that read the received value
+    bytes: int = 0             # bytes moved in the most recent recorded step (0 if never run)
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    step: int
+    plan: int
+    wall_start: float          # seconds since the epoch
+    duration_us: float
+    num_ops: int
+    bytes_moved: int
+    seq: int = 0
+
+
+@dataclass(frozen=True)
+class OpStatRecord:
+    step: int
+    node: str
+    op: str
+    device: str
+    start_us: float            # relative to the step's start
+    end_us: float
+    output_bytes: int
+    thread: int = 0
+
+
+@dataclass(frozen=True)
+class TransferRecord:
+    step: int
+    key: str
+    tensor: str
+    src_device: str
+    dst_device: str
+    bytes: int
+
+
+@dataclass(frozen=True)
+class HistogramRecord:
+    tag: str
+    step: int
+    wall_time: float
+    edges: tuple[float, ...]   # len(counts) + 1 bucket edges
+    counts: tuple[float, ...]
+    min: float
+    max: float
+    sum: float
+    count: int
+
+
+@dataclass(frozen=True)
+class TextRecord:
+    tag: str
+    step: int
+    wall_time: float
+    text: str
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    name: str
+    path: str
+    status: str                # RUNNING | FINISHED | INTERRUPTED | UNREADABLE
+    started: float | None = None
+    updated: float | None = None
+    num_steps: int = 0
+    tags: tuple[str, ...] = ()
+    config: dict = field(default_factory=dict)
+    error: str | None = None   # why the run is UNREADABLE
+    exception: str | None = None  # the exception that ended the run, when the writer saw one

@@ -1,0 +1,241 @@
+"""tf.Session: places the graph (once per graph version), builds and caches a plan per
+(fetches, feeds, targets, graph version), runs it, fills RunMetadata, and hands every
+decision and step to the run store when a logdir is given."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+from engine import errors
+from engine.devices import device_mapping_text, discover_devices
+from engine.graph import Graph, get_default_graph
+from engine.kernels.state import VariableStore
+from engine.passes.place import Placement, place
+from engine.runtime import recording
+from engine.runtime.config import ConfigProto, RunOptions
+from engine.runtime.fetches import FetchStructure, feed_value, resolve_feeds, to_numpy
+from engine.runtime.plan import Plan, PlanKey
+
+_default_sessions = threading.local()
+
+
+class Session:
+    def __init__(self, target: str = "", graph: Graph | None = None,
+                 config: ConfigProto | None = None, logdir: str | None = None,
+                 run_name: str | None = None):
+        if target not in ("", None):
+            raise errors.UnimplementedError(
+                None, None, f"Session target {target!r}: only the in-process target '' is "
+                            "available; distributed targets come with the gRPC runtime.")
+        self._graph = graph or get_default_graph()
+        self._config = config or ConfigProto()
+        self._devices = discover_devices(self._config.virtual_gpus)
+        self._devices_by_name = {d.name: d for d in self._devices}
+        self._client_device = next(d.name for d in self._devices if d.device_type == "CPU")
+        self._variables = VariableStore()
+        self._placement: Placement | None = None
+        self._placed_version = -1
+        self._plans: dict[tuple, Plan] = {}
+        self._step = 0
+        self._pool: ThreadPoolExecutor | None = None
+        self._closed = False
+        self._lock = threading.RLock()
+        self._writer = self._open_writer(logdir, run_name)
+        if self._config.log_device_placement:
+            print(device_mapping_text(self._devices), end="", flush=True)
+
+    # -- properties ---------------------------------------------------------------------------
+
+    @property
+    def graph(self) -> Graph:
+        return self._graph
+
+    @property
+    def sess_str(self) -> str:
+        return ""
+
+    @property
+    def run_writer(self):
+        """The RunWriter recording this session (None without a logdir); training code may
+        log its own scalars through it."""
+        return self._writer
+
+    def list_devices(self):
+        return list(self._devices)
+
+    @property
+    def placement(self) -> Placement | None:
+        return self._placement
+
+    # -- running ------------------------------------------------------------------------------
+
+    def run(self, fetches, feed_dict=None, options: RunOptions | None = None,
+            run_metadata=None):
+        if self._closed:
+            raise RuntimeError("Attempted to use a closed Session.")
+        structure = FetchStructure(self._graph, fetches)
+        feeds = resolve_feeds(self._graph, feed_dict)
+        with self._lock:
+            plan = self._plan_for(structure, feeds)
+        values = [feed_value(t, v) for t, v in feeds]
+        traced = self._writer is not None or (options is not None and options.trace_level > 0)
+        if not traced:
+            out = plan.run(values, self._thread_pool(plan), None)
+        else:
+            out = self._run_traced(plan, values, run_metadata)
+        if run_metadata is not None and options is not None and options.output_partition_graphs:
+            run_metadata.partition_graphs = plan.partition_graphs()
+        return structure.rebuild([to_numpy(v) for v in out])
+
+    def _run_traced(self, plan: Plan, values, run_metadata):
+        stats: list = []
+        wall_start = time.time()
+        t0 = time.perf_counter_ns()
+        try:
+            out = plan.run(values, self._thread_pool(plan), stats)
+        finally:
+            duration_us = (time.perf_counter_ns() - t0) / 1e3
+            self._step += 1
+            if run_metadata is not None:
+                run_metadata.step_stats = recording.step_stats(stats, t0, int(wall_start * 1e6))
+            if self._writer is not None:
+                self._writer.step(*recording.step_records(self._step, plan, wall_start,
+                                                          duration_us, stats, t0))
+        return out
+
+    def _thread_pool(self, plan: Plan) -> ThreadPoolExecutor | None:
+        if len(plan.partitions) < 2:
+            return None
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=max(1, len(self._devices) - 1),
+                                            thread_name_prefix="engine-partition")
+        return self._pool
+
+    def _plan_for(self, structure: FetchStructure, feeds) -> Plan:
+        version = self._graph.version
+        key = PlanKey(tuple(t.name for t in structure.tensors), tuple(t.name for t, _ in feeds),
+                      tuple(op.name for op in structure.targets), version)
+        plan = self._plans.get(key.as_tuple())
+        if plan is not None:
+            return plan
+        self._ensure_placement()
+        plan = Plan(key, self._graph.as_graph_def(), self._placement.as_dict(),
+                    self._devices_by_name, self._client_device, self._variables)
+        self._plans[key.as_tuple()] = plan
+        if self._writer is not None:
+            devices = [p.device.name for p in plan.partitions]
+            self._writer.plan(*recording.plan_records(plan, devices))
+        return plan
+
+    def _ensure_placement(self) -> None:
+        if self._placed_version == self._graph.version:
+            return
+        graph_def = self._graph.as_graph_def()
+        previous = self._placement.as_dict() if self._placement else None
+        placement = place(graph_def, self._devices, self._config.allow_soft_placement, previous)
+        new_names = [n for n in placement.decisions if previous is None or n not in previous]
+        if self._config.log_device_placement:
+            for note in placement.notes:
+                print(note, flush=True)
+            for name in new_names:
+                print(placement.decisions[name].log_line, flush=True)
+        self._placement = placement
+        self._placed_version = graph_def.version
+        if self._writer is not None:
+            self._writer.graph(recording.graph_record(graph_def))
+            self._writer.placements(recording.placement_records(placement, new_names,
+                                                                graph_def.version))
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    def _open_writer(self, logdir, run_name):
+        if logdir is None:
+            return None
+        from engine.record import RunWriter
+        writer = RunWriter(logdir, name=run_name, config={
+            "kind": "engine.Session", "config": self._config.as_dict()})
+        writer.devices(recording.device_records(self._devices))
+        return writer
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+        if self._writer is not None:
+            self._writer.close()
+        self._variables.clear()
+        self._plans.clear()
+
+    def __enter__(self):
+        self._default_cm = self.as_default()
+        self._default_cm.__enter__()
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        self._default_cm.__exit__(exc_type, exc, tb)
+        self.close()
+        return False
+
+    @contextlib.contextmanager
+    def as_default(self):
+        stack = _session_stack()
+        stack.append(self)
+        try:
+            with self._graph.as_default():
+                yield self
+        finally:
+            stack.pop()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 - interpreter shutdown
+            pass
+
+
+class InteractiveSession(Session):
+    """A Session that installs itself as the default session on construction."""
+
+    def __init__(self, target: str = "", graph: Graph | None = None,
+                 config: ConfigProto | None = None, logdir: str | None = None,
+                 run_name: str | None = None):
+        super().__init__(target, graph, config, logdir, run_name)
+        _session_stack().append(self)
+        self._graph_cm = self._graph.as_default()
+        self._graph_cm.__enter__()
+
+    def close(self) -> None:
+        stack = _session_stack()
+        if self in stack:
+            stack.remove(self)
+            self._graph_cm.__exit__(None, None, None)
+        super().close()
+
+
+def _session_stack() -> list:
+    stack = getattr(_default_sessions, "stack", None)
+    if stack is None:
+        stack = _default_sessions.stack = []
+    return stack
+
+
+def get_default_session() -> Session | None:
+    stack = _session_stack()
+    return stack[-1] if stack else None
+
+
+def default_session_for(graph: Graph, session: Session | None) -> Session:
+    session = session or get_default_session()
+    if session is None:
+        raise ValueError("Cannot evaluate tensor using `eval()`: No default session is "
+                         "registered. Use `with sess.as_default()` or pass an explicit session "
+                         "to `eval(session=sess)`")
+    if session.graph is not graph:
+        raise ValueError("Cannot use the given session to evaluate tensor: the tensor's graph is "
+                         "different from the session's graph.")
+    return session
