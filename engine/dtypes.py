@@ -43,6 +43,11 @@ class DType:
         return base._ref
 
     @property
+    def tf_string(self) -> str:
+        """TF's C++ DataTypeString, used in runtime messages: float, double, int32, half."""
+        return self.proto_name[3:].lower()
+
+    @property
     def is_floating(self) -> bool:
         return self.kind == "float"
 

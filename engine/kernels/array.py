@@ -31,7 +31,8 @@ def placeholder(node, ctx):
     def missing_feed():
         raise errors.InvalidArgumentError(
             node, None, f"You must feed a value for placeholder tensor '{node.name}' with dtype "
-                        f"{dtype.name}{'' if shape.dims is None else ' and shape ' + shape.bracket_str()}")
+                        f"{dtype.tf_string}"
+                        f"{'' if shape.dims is None else ' and shape ' + shape.bracket_str()}")
     return missing_feed
 
 

@@ -13,11 +13,12 @@ from engine.kernels.registry import (CPU_FLOAT, CPU_NUMERIC, CPU_REAL, GPU_FLOAT
                                      INDEX_TYPES, kernel)
 
 _ELEMENTWISE = {
-    "Add": torch.add, "Sub": torch.sub, "Mul": torch.mul, "RealDiv": torch.div,
+    "Add": torch.add, "Sub": torch.sub, "Mul": torch.mul,
     "Maximum": torch.maximum, "Minimum": torch.minimum, "Pow": torch.pow,
     "Equal": torch.eq, "Less": torch.lt, "Greater": torch.gt,
     "Neg": torch.neg, "Square": torch.square, "Abs": torch.abs,
 }
+_FLOAT_BINARY = {"RealDiv": torch.div}
 _FLOAT_UNARY = {
     "Sigmoid": torch.sigmoid, "Tanh": torch.tanh, "Exp": torch.exp, "Log": torch.log,
     "Sqrt": torch.sqrt, "Reciprocal": torch.reciprocal,
@@ -32,7 +33,8 @@ def _fixed(fn):
 
 for _op, _fn in _ELEMENTWISE.items():
     kernel(_op, CPU={"T": CPU_NUMERIC}, GPU={"T": GPU_REAL})(_fixed(_fn))
-for _op, _fn in _FLOAT_UNARY.items():
+# torch.div would turn integers into floats; TF registers RealDiv for float and complex only.
+for _op, _fn in (*_FLOAT_BINARY.items(), *_FLOAT_UNARY.items()):
     kernel(_op, CPU={"T": CPU_FLOAT + (dtypes.complex64, dtypes.complex128)},
            GPU={"T": GPU_FLOAT})(_fixed(_fn))
 

@@ -123,15 +123,26 @@ register_op("BroadcastGradientArgs", _broadcast_gradient_args_infer)
 
 # -- tf.* builders -----------------------------------------------------------------------
 
+def _is_graph_value(v) -> bool:
+    return isinstance(v, Tensor) or hasattr(v, "_as_graph_element")
+
+
+def _convert_pair(x, y, x_name: str, y_name: str):
+    """Python values take the dtype of the tensor beside them; two tensors keep their own
+    dtypes, so a mismatch surfaces as TF's TypeError from the op's dtype check."""
+    if not _is_graph_value(x) and _is_graph_value(y):
+        y = convert_to_tensor(y, name=y_name)
+        return convert_to_tensor(x, dtype=y.dtype.base_dtype, name=x_name), y
+    x = convert_to_tensor(x, name=x_name)
+    if _is_graph_value(y):
+        return x, convert_to_tensor(y, name=y_name)
+    return x, convert_to_tensor(y, dtype=x.dtype.base_dtype, name=y_name)
+
+
 def _binary(op_type: str, x, y, name, default_name=None):
     g = graph_of(x, y)
     with op_scope(g, name, default_name or op_type) as scope:
-        if not isinstance(x, Tensor) and isinstance(y, Tensor):
-            y = convert_to_tensor(y, name="y")
-            x = convert_to_tensor(x, dtype=y.dtype.base_dtype, name="x")
-        else:
-            x = convert_to_tensor(x, name="x")
-            y = convert_to_tensor(y, dtype=x.dtype.base_dtype, name="y")
+        x, y = _convert_pair(x, y, "x", "y")
         return g.create_op(op_type, [x, y], {"T": x.dtype.base_dtype}, name=scope).outputs[0]
 
 
@@ -224,8 +235,7 @@ def reciprocal(x, name=None):
 def matmul(a, b, transpose_a=False, transpose_b=False, name=None):
     g = graph_of(a, b)
     with op_scope(g, name, "MatMul") as scope:
-        a = convert_to_tensor(a, name="a")
-        b = convert_to_tensor(b, dtype=a.dtype.base_dtype, name="b")
+        a, b = _convert_pair(a, b, "a", "b")
         return g.create_op("MatMul", [a, b], {"T": a.dtype.base_dtype,
                                               "transpose_a": bool(transpose_a),
                                               "transpose_b": bool(transpose_b)},

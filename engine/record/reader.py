@@ -1,0 +1,456 @@
+"""RunReader and list_runs: typed, read-only queries over a run folder written by RunWriter.
+Every query opens its own short read-only connection, so a reader holds nothing open between
+calls and works while a writer is live (WAL) or after the writing process was killed."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import sqlite3
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from engine.record import store
+from engine.record.schema import (
+    DATABASE_NAME,
+    FINISHED,
+    INTERRUPTED,
+    RUNNING,
+    SCHEMA_VERSION,
+    UNREADABLE,
+    CutEdgeRecord,
+    DeviceRecord,
+    GraphRecord,
+    HistogramRecord,
+    NodeRecord,
+    OpStatRecord,
+    PartitionRecord,
+    PlacementRecord,
+    PlanRecord,
+    RunInfo,
+    StepRecord,
+    TensorSpec,
+    TextRecord,
+    TransferRecord,
+)
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
+
+class RunStoreError(ValueError):
+    """A folder is not a run store this reader can read; the message names the path."""
+
+
+class RunReader:
+    """Read-only view of one run folder. Cheap to create; safe to share between threads."""
+
+    def __init__(self, run_dir: str | os.PathLike) -> None:
+        self._dir = Path(run_dir)
+        self._db = self._dir / DATABASE_NAME
+        self._closed = False
+        if not self._dir.is_dir():
+            raise RunStoreError(f"{self._dir}: not a run store (no such folder)")
+        if not self._db.is_file():
+            raise RunStoreError(f"{self._dir}: not a run store (no {DATABASE_NAME})")
+        with self._connect() as conn:
+            _check_version(self._db, _read_meta(self._db, conn))
+
+    @property
+    def name(self) -> str:
+        return self._dir.name
+
+    @property
+    def path(self) -> str:
+        return str(self._dir)
+
+    def close(self) -> None:
+        self._closed = True
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"RunReader({str(self._dir)!r})"
+
+    # Run and summaries.
+
+    def info(self) -> RunInfo:
+        with self._connect() as conn:
+            meta = _read_meta(self._db, conn)
+            tags = _tags(conn, store.SCALAR)
+        last_step = meta.get("last_step")
+        return RunInfo(
+            name=self._dir.name, path=str(self._dir), status=_status(meta, time.time()),
+            started=meta.get("started"), updated=meta.get("updated"),
+            num_steps=0 if last_step is None else last_step + 1, tags=tuple(tags),
+            config=meta.get("config") or {}, exception=meta.get("exception"))
+
+    def tags(self) -> list[str]:
+        with self._connect() as conn:
+            return _tags(conn, store.SCALAR)
+
+    def histogram_tags(self) -> list[str]:
+        with self._connect() as conn:
+            return _tags(conn, store.HISTOGRAM)
+
+    def text_tags(self) -> list[str]:
+        with self._connect() as conn:
+            return _tags(conn, store.TEXT)
+
+    def scalars(self, tag: str) -> tuple[np.ndarray, np.ndarray]:
+        """(steps int64, values float64) in step order (ties in the order written)."""
+        with self._connect() as conn:
+            tag_id = self._tag_id(conn, store.SCALAR, tag)
+            rows = conn.execute("SELECT step, value FROM scalars WHERE tag_id = ? "
+                                "ORDER BY step, seq", (tag_id,)).fetchall()
+        steps = np.fromiter((row[0] for row in rows), dtype=np.int64, count=len(rows))
+        # SQLite stores NaN as NULL; float64 conversion turns None back into NaN.
+        values = np.array([row[1] for row in rows], dtype=np.float64)
+        return steps, values
+
+    def scalar_wall_times(self, tag: str) -> np.ndarray:
+        with self._connect() as conn:
+            tag_id = self._tag_id(conn, store.SCALAR, tag)
+            rows = conn.execute("SELECT wall_time FROM scalars WHERE tag_id = ? "
+                                "ORDER BY step, seq", (tag_id,)).fetchall()
+        return np.fromiter((row[0] for row in rows), dtype=np.float64, count=len(rows))
+
+    def histograms(self, tag: str) -> list[HistogramRecord]:
+        with self._connect() as conn:
+            tag_id = self._tag_id(conn, store.HISTOGRAM, tag)
+            rows = conn.execute(
+                "SELECT step, wall_time, min, max, sum, count, edges, counts, blob "
+                "FROM histograms WHERE tag_id = ? ORDER BY step, seq", (tag_id,)).fetchall()
+        return [self._histogram(tag, row) for row in rows]
+
+    def texts(self, tag: str) -> list[TextRecord]:
+        with self._connect() as conn:
+            tag_id = self._tag_id(conn, store.TEXT, tag)
+            rows = conn.execute("SELECT step, wall_time, body, blob FROM texts "
+                                "WHERE tag_id = ? ORDER BY step, seq", (tag_id,)).fetchall()
+        return [TextRecord(tag, step, wall, self._unpack_text(body, blob))
+                for step, wall, body, blob in rows]
+
+    # Engine records.
+
+    def devices(self) -> list[DeviceRecord]:
+        """The latest record for each device name."""
+        with self._connect() as conn:
+            rows = conn.execute(
+                "SELECT name, device_type, idx, physical, virtual FROM devices WHERE seq IN "
+                "(SELECT MAX(seq) FROM devices GROUP BY name) ORDER BY seq").fetchall()
+        return [DeviceRecord(name, kind, index, physical, bool(virtual))
+                for name, kind, index, physical, virtual in rows]
+
+    def graph_versions(self) -> list[int]:
+        with self._connect() as conn:
+            rows = conn.execute("SELECT DISTINCT version FROM graphs ORDER BY version")
+            return [row[0] for row in rows]
+
+    def graph(self, version: int | None = None) -> GraphRecord | None:
+        """The given version (its latest recording), the highest version when None; None
+        when there is no such graph."""
+        query = "SELECT seq, wall_time, version, body, blob FROM graphs "
+        with self._connect() as conn:
+            if version is None:
+                row = conn.execute(query + "ORDER BY version DESC, seq DESC LIMIT 1").fetchone()
+            else:
+                row = conn.execute(query + "WHERE version = ? ORDER BY seq DESC LIMIT 1",
+                                   (version,)).fetchone()
+        if row is None:
+            return None
+        seq, wall_time, found, body, blob = row
+        nodes = tuple(_node(item) for item in json.loads(self._unpack_text(body, blob)))
+        return GraphRecord(found, nodes, seq, wall_time)
+
+    def placements(self, graph_version: int | None = None) -> list[PlacementRecord]:
+        """The latest decision per node among those recorded for graph versions up to
+        graph_version (all versions when None): graphs only grow, so a node placed for an
+        earlier version keeps that placement until it is placed again."""
+        where, params = ("", ()) if graph_version is None else (
+            "WHERE graph_version <= ?", (graph_version,))
+        with self._connect() as conn:
+            rows = conn.execute(
+                "SELECT node, op, requested, assigned, reason, detail, log_line, graph_version,"
+                " seq, wall_time FROM placements WHERE seq IN (SELECT MAX(seq) FROM placements "
+                f"{where} GROUP BY node) ORDER BY seq", params).fetchall()
+        return [PlacementRecord(*row) for row in rows]
+
+    def plans(self) -> list[PlanRecord]:
+        """The latest recording of each plan id, by plan id."""
+        with self._connect() as conn:
+            rows = conn.execute(
+                "SELECT plan, graph_version, fetches, feeds, targets, devices, seq, wall_time "
+                "FROM plans WHERE seq IN (SELECT MAX(seq) FROM plans GROUP BY plan) "
+                "ORDER BY plan").fetchall()
+        return [PlanRecord(plan, version, *(tuple(json.loads(v)) for v in lists), seq, wall)
+                for plan, version, *lists, seq, wall in rows]
+
+    def partitions(self, plan: int | None = None) -> list[PartitionRecord]:
+        where, params = _latest_plans(plan)
+        with self._connect() as conn:
+            rows = conn.execute(
+                f"SELECT plan, device, body, blob FROM partitions WHERE plan_seq IN ({where}) "
+                "ORDER BY plan_seq, seq", params).fetchall()
+        return [PartitionRecord(p, device, tuple(json.loads(self._unpack_text(body, blob))))
+                for p, device, body, blob in rows]
+
+    def cut_edges(self, plan: int | None = None) -> list[CutEdgeRecord]:
+        """bytes: what moved for the edge's key in the latest recorded step of its plan (the
+        recorded value when the plan never ran)."""
+        where, params = _latest_plans(plan)
+        with self._connect() as conn:
+            rows = conn.execute(
+                "SELECT plan, tensor, src_device, dst_device, send_node, recv_node, key, dtype,"
+                f" shape, consumers, bytes FROM cut_edges WHERE plan_seq IN ({where}) "
+                "ORDER BY plan_seq, seq", params).fetchall()
+            moved = {p: _bytes_by_key(conn, p) for p in {row[0] for row in rows}}
+        edges = []
+        for *fields, shape, consumers, recorded in rows:
+            shape = json.loads(shape)
+            by_key = moved[fields[0]]
+            edges.append(CutEdgeRecord(
+                *fields, None if shape is None else tuple(shape), tuple(json.loads(consumers)),
+                recorded if by_key is None else by_key.get(fields[6], 0)))
+        return edges
+
+    def steps(self) -> list[StepRecord]:
+        with self._connect() as conn:
+            rows = conn.execute("SELECT step, plan, wall_start, duration_us, num_ops, "
+                                "bytes_moved, seq FROM steps ORDER BY seq").fetchall()
+        return [StepRecord(*row) for row in rows]
+
+    def step_stats(self, step: int) -> list[OpStatRecord]:
+        """Op stats of the latest recorded step with this number."""
+        with self._connect() as conn:
+            step_seq = self._step_seq(conn, step)
+            rows = conn.execute("SELECT step, node, op, device, start_us, end_us, output_bytes,"
+                                " thread FROM op_stats WHERE step_seq = ? ORDER BY seq",
+                                (step_seq,)).fetchall()
+        return [OpStatRecord(*row) for row in rows]
+
+    def transfers(self, step: int) -> list[TransferRecord]:
+        with self._connect() as conn:
+            step_seq = self._step_seq(conn, step)
+            rows = conn.execute("SELECT step, key, tensor, src_device, dst_device, bytes "
+                                "FROM transfers WHERE step_seq = ? ORDER BY seq",
+                                (step_seq,)).fetchall()
+        return [TransferRecord(*row) for row in rows]
+
+    def events(self, after_seq: int = 0, limit: int = 1000) -> list[tuple[int, float, str, str]]:
+        """(seq, wall_time, kind, summary) in seq order. Rows that arrive as parts of a plan
+        (partitions, cut edges) or of a step (op stats, transfers) are summarised in that
+        plan's or step's event rather than listed one by one."""
+        if limit < 0:
+            raise ValueError(f"limit must be >= 0, got {limit}")
+        found: list[tuple[int, float, str, str]] = []
+        with self._connect() as conn:
+            for kind, (query, summary) in _EVENT_QUERIES.items():
+                for row in conn.execute(query, (after_seq, limit)):
+                    found.append((row[0], row[1], kind, summary(row[2:])))
+        found.sort()
+        return found[:limit]
+
+    # Internals.
+
+    @contextmanager
+    def _connect(self) -> Iterator[sqlite3.Connection]:
+        if self._closed:
+            raise ValueError(f"RunReader {self._dir} is closed")
+        try:
+            conn = store.connect_read_only(self._db)
+        except sqlite3.Error as exc:
+            raise RunStoreError(f"{self._db}: cannot open: {exc}") from exc
+        try:
+            # One read transaction per query: a consistent snapshot while the writer commits.
+            conn.execute("BEGIN")
+            yield conn
+        except sqlite3.Error as exc:
+            raise RunStoreError(f"{self._db}: {exc}") from exc
+        finally:
+            conn.close()
+
+    def _tag_id(self, conn: sqlite3.Connection, kind: str, tag: str) -> int:
+        row = conn.execute("SELECT id FROM tags WHERE kind = ? AND tag = ?", (kind, tag))
+        found = row.fetchone()
+        if found is None:
+            raise KeyError(f"no {kind} tag {tag!r} in run {self._dir}; known {kind} tags: "
+                           f"{_tags(conn, kind)}")
+        return found[0]
+
+    def _step_seq(self, conn: sqlite3.Connection, step: int) -> int:
+        row = conn.execute("SELECT MAX(seq) FROM steps WHERE step = ?", (step,)).fetchone()
+        if row[0] is None:
+            low, high = conn.execute("SELECT MIN(step), MAX(step) FROM steps").fetchone()
+            known = "none" if low is None else f"{low}..{high}"
+            raise KeyError(f"no step {step} in run {self._dir}; recorded steps: {known}")
+        return row[0]
+
+    def _blob(self, blob_id: str) -> np.ndarray:
+        try:
+            return store.read_blob(self._dir, blob_id)
+        except (OSError, ValueError) as exc:
+            path = store.blob_path(self._dir, blob_id)
+            raise RunStoreError(f"{path}: cannot read side file: {exc}") from exc
+
+    def _unpack_text(self, body: str | None, blob: str | None) -> str:
+        if blob is None:
+            return body or ""
+        return self._blob(blob).tobytes().decode("utf-8")
+
+    def _histogram(self, tag: str, row: tuple) -> HistogramRecord:
+        step, wall_time, low, high, total, count, edge_bytes, count_bytes, blob = row
+        if blob is None:
+            edges = np.frombuffer(edge_bytes, dtype="<f8")
+            counts = np.frombuffer(count_bytes, dtype="<f8")
+        else:
+            packed = self._blob(blob)
+            edges, counts = np.split(packed, [(packed.size + 1) // 2])
+        return HistogramRecord(tag, step, wall_time, tuple(edges.tolist()),
+                               tuple(counts.tolist()), _nan(low), _nan(high), _nan(total), count)
+
+
+def list_runs(logdir: str | os.PathLike) -> list[RunInfo]:
+    """Every subfolder of logdir, by name; one that is not a readable run store is listed as
+    UNREADABLE with the reason instead of raising."""
+    root = Path(logdir)
+    if not root.is_dir():
+        raise FileNotFoundError(errno.ENOENT, "log directory does not exist", str(root))
+    infos = []
+    for child in sorted((p for p in root.iterdir() if p.is_dir()), key=lambda p: p.name):
+        try:
+            infos.append(RunReader(child).info())
+        except Exception as exc:  # noqa: BLE001 -- one broken folder must not hide the others
+            infos.append(RunInfo(name=child.name, path=str(child), status=UNREADABLE,
+                                 error=f"{type(exc).__name__}: {exc}"))
+    return infos
+
+
+def _read_meta(db: Path, conn: sqlite3.Connection) -> dict[str, Any]:
+    try:
+        rows = conn.execute("SELECT key, value FROM meta").fetchall()
+    except sqlite3.OperationalError as exc:
+        raise RunStoreError(f"{db}: not a run store ({exc})") from exc
+    try:
+        return {key: json.loads(value) for key, value in rows}
+    except (TypeError, ValueError) as exc:
+        raise RunStoreError(f"{db}: unreadable meta table: {exc}") from exc
+
+
+def _check_version(db: Path, meta: dict[str, Any]) -> None:
+    version = meta.get("schema_version")
+    if not isinstance(version, int):
+        raise RunStoreError(f"{db}: not a run store (no schema_version in its meta table)")
+    if version > SCHEMA_VERSION:
+        raise RunStoreError(
+            f"{db}: written with run store schema version {version}, newer than this reader "
+            f"understands ({SCHEMA_VERSION}); upgrade tfworkbench to read it")
+
+
+def _status(meta: dict[str, Any], now: float) -> str:
+    if meta.get("status") == FINISHED:
+        return FINISHED
+    pid = meta.get("pid")
+    same_host = meta.get("process") == store.process_identity()
+    if same_host and isinstance(pid, int) and store.pid_alive(pid) is False:
+        return INTERRUPTED
+    updated = meta.get("updated")
+    if not isinstance(updated, (int, float)) or now - updated > store.STALE_SECS:
+        return INTERRUPTED
+    return RUNNING
+
+
+def _tags(conn: sqlite3.Connection, kind: str) -> list[str]:
+    rows = conn.execute("SELECT tag FROM tags WHERE kind = ? ORDER BY tag", (kind,))
+    return [row[0] for row in rows]
+
+
+def _latest_plans(plan: int | None) -> tuple[str, tuple]:
+    """Subquery for the seq of the latest recording of each plan (or of one plan)."""
+    if plan is None:
+        return "SELECT MAX(seq) FROM plans GROUP BY plan", ()
+    return "SELECT MAX(seq) FROM plans WHERE plan = ?", (plan,)
+
+
+def _bytes_by_key(conn: sqlite3.Connection, plan: int) -> dict[str, int] | None:
+    row = conn.execute("SELECT MAX(seq) FROM steps WHERE plan = ?", (plan,)).fetchone()
+    if row[0] is None:
+        return None
+    rows = conn.execute("SELECT key, SUM(bytes) FROM transfers WHERE step_seq = ? "
+                        "GROUP BY key", (row[0],))
+    return dict(rows.fetchall())
+
+
+def _node(item: dict[str, Any]) -> NodeRecord:
+    outputs = tuple(TensorSpec(dtype, None if shape is None else tuple(shape))
+                    for dtype, shape in item["outputs"])
+    return NodeRecord(item["name"], item["op"], tuple(item["inputs"]), item["device"],
+                      item["attrs"], outputs, tuple(item["stack"]))
+
+
+def _nan(value: float | None) -> float:
+    return float("nan") if value is None else value
+
+
+def _number(value: float | None) -> str:
+    return "nan" if value is None else f"{value:.6g}"
+
+
+def _first_line(text: str, width: int = 80) -> str:
+    line = text.split("\n", 1)[0]
+    return line if len(line) <= width and line == text else line[:width] + "..."
+
+
+def _event_query(columns: str, source: str, alias: str = "") -> str:
+    """Reads one table from after_seq onwards, at most `limit` rows, in seq (rowid) order."""
+    seq = f"{alias}.seq" if alias else "seq"
+    return f"SELECT {columns} FROM {source} WHERE {seq} > ? ORDER BY {seq} LIMIT ?"
+
+
+_Summary = Callable[[tuple], str]
+_EVENT_QUERIES: dict[str, tuple[str, _Summary]] = {
+    "run": (_event_query("seq, wall_time, detail", "run_events"), lambda r: r[0]),
+    "scalar": (
+        _event_query("s.seq, s.wall_time, t.tag, s.step, s.value",
+                     "scalars s JOIN tags t ON t.id = s.tag_id", "s"),
+        lambda r: f"{r[0]} = {_number(r[2])} at step {r[1]}"),
+    "histogram": (
+        _event_query("h.seq, h.wall_time, t.tag, h.step, h.count, h.min, h.max",
+                     "histograms h JOIN tags t ON t.id = h.tag_id", "h"),
+        lambda r: f"{r[0]} at step {r[1]}: {r[2]} values in "
+                  f"[{_number(r[3])}, {_number(r[4])}]"),
+    "text": (
+        _event_query("x.seq, x.wall_time, t.tag, x.step, substr(x.body, 1, 200)",
+                     "texts x JOIN tags t ON t.id = x.tag_id", "x"),
+        lambda r: f"{r[0]} at step {r[1]}: {_first_line(r[2] or '')}"),
+    "device": (
+        _event_query("seq, wall_time, name, device_type, virtual", "devices"),
+        lambda r: f"device {r[0]} ({r[1]}{', virtual' if r[2] else ''})"),
+    "graph": (
+        _event_query("seq, wall_time, version, num_nodes", "graphs"),
+        lambda r: f"graph version {r[0]}: {r[1]} nodes"),
+    "placement": (
+        _event_query("seq, wall_time, node, op, assigned, reason", "placements"),
+        lambda r: f"{r[0]} ({r[1]}) placed on {r[2]} [{r[3]}]"),
+    "plan": (
+        _event_query("seq, wall_time, plan, graph_version, num_partitions, num_cut_edges",
+                     "plans"),
+        lambda r: f"plan {r[0]} for graph version {r[1]}: {r[2]} partitions, "
+                  f"{r[3]} cut edges"),
+    "step": (
+        _event_query("s.seq, s.wall_time, s.step, s.plan, s.num_ops, s.duration_us, "
+                     "s.bytes_moved, (SELECT COUNT(*) FROM transfers x "
+                     "WHERE x.step_seq = s.seq)", "steps s", "s"),
+        lambda r: f"step {r[0]} (plan {r[1]}): {r[2]} ops in {r[3] / 1000:.3g} ms, "
+                  f"{r[5]} transfers, {r[4]} bytes moved"),
+}

@@ -1,0 +1,138 @@
+"""`workbench demo`: trains an MLP on sklearn's bundled digits on the engine, its layers
+pinned to CPU and two virtual GPUs so the partition cuts are visible, records each run into
+the log directory and reports test accuracy. Two learning rates give the Scalars page two
+curves to compare; an int32 step counter pinned to a GPU shows a soft-placement fallback."""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+DEMO_LEARNING_RATES = (0.5, 0.1)
+
+
+@dataclass
+class MlpGraph:
+    graph: object
+    x: object
+    y: object
+    loss: object
+    accuracy: object
+    train_op: object
+    counter: object
+    weights: dict
+
+
+def load_digits_split(seed: int = 0):
+    """(x_train, y_train, x_test, y_test): pixels scaled to [0, 1], labels one-hot."""
+    from sklearn.datasets import load_digits
+    data = load_digits()
+    x = (data.data / 16.0).astype(np.float32)
+    y = np.eye(10, dtype=np.float32)[data.target]
+    order = np.random.RandomState(seed).permutation(len(x))
+    x, y = x[order], y[order]
+    split = int(len(x) * 0.8)
+    return x[:split], y[:split], x[split:], y[split:]
+
+
+def _dense(tf, inputs, fan_in: int, fan_out: int, rng, activation):
+    w = tf.Variable((rng.randn(fan_in, fan_out) * np.sqrt(2.0 / fan_in)).astype(np.float32),
+                    name="weights")
+    b = tf.Variable(np.zeros(fan_out, np.float32), name="biases")
+    pre = tf.matmul(inputs, w) + b
+    return (activation(pre) if activation else pre), w
+
+
+def build_mlp(learning_rate: float, hidden=(64, 32), seed: int = 0) -> MlpGraph:
+    """64 -> hidden[0] (CPU:0, relu) -> hidden[1] (GPU:0, tanh) -> 10 (GPU:1) -> softmax xent."""
+    import engine as tf
+    rng = np.random.RandomState(seed)
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf.placeholder(tf.float32, [None, 64], name="pixels")
+        y = tf.placeholder(tf.float32, [None, 10], name="labels")
+        with tf.device("/cpu:0"), tf.name_scope("layer1"):
+            h1, w1 = _dense(tf, x, 64, hidden[0], rng, tf.nn.relu)
+        with tf.device("/gpu:0"), tf.name_scope("layer2"):
+            h2, w2 = _dense(tf, h1, hidden[0], hidden[1], rng, tf.tanh)
+        with tf.device("/gpu:1"), tf.name_scope("logits"):
+            logits, w3 = _dense(tf, h2, hidden[1], 10, rng, None)
+        with tf.name_scope("loss"):
+            xent = tf.nn.softmax_cross_entropy_with_logits_v2(labels=y, logits=logits)
+            loss = tf.reduce_mean(xent, name="mean")
+        with tf.name_scope("accuracy"):
+            correct = tf.equal(tf.argmax(logits, 1), tf.argmax(y, 1))
+            accuracy = tf.reduce_mean(tf.cast(correct, tf.float32), name="mean")
+        # No GPU kernel holds an int32 variable: with soft placement it falls back to CPU.
+        with tf.device("/gpu:1"), tf.name_scope("counter"):
+            counter = tf.Variable(0, name="steps_seen")
+            bump = tf.assign_add(counter, 1)
+        with tf.control_dependencies([bump]):
+            train_op = tf.train.GradientDescentOptimizer(learning_rate).minimize(loss)
+    return MlpGraph(graph, x, y, loss, accuracy, train_op, counter,
+                    {"layer1/weights": w1, "layer2/weights": w2, "logits/weights": w3})
+
+
+def train_mlp(logdir: str, run_name: str, learning_rate: float, steps: int, batch: int = 64,
+              seed: int = 0, progress=None) -> tuple[str, float]:
+    """Trains one MLP and records it; returns (run folder, test accuracy)."""
+    import engine as tf
+    x_train, y_train, x_test, y_test = load_digits_split(seed)
+    model = build_mlp(learning_rate, seed=seed)
+    config = tf.ConfigProto(virtual_gpus=2, allow_soft_placement=True)
+    rng = np.random.RandomState(seed + 1)
+    with tf.Session(graph=model.graph, config=config, logdir=logdir, run_name=run_name) as sess:
+        writer = sess.run_writer
+        writer.set_config({"model": "mlp 64-64-32-10", "learning_rate": learning_rate,
+                           "batch": batch, "steps": steps, "data": "sklearn digits"})
+        sess.run(tf.global_variables_initializer())
+        for step in range(1, steps + 1):
+            idx = rng.randint(0, len(x_train), batch)
+            _, loss = sess.run([model.train_op, model.loss],
+                               {model.x: x_train[idx], model.y: y_train[idx]})
+            writer.scalar("loss", float(loss), step)
+            if step % 25 == 0 or step == steps:
+                acc = sess.run(model.accuracy, {model.x: x_test, model.y: y_test})
+                writer.scalar("test_accuracy", float(acc), step)
+            if progress:
+                progress(step, steps, float(loss))
+        accuracy = float(sess.run(model.accuracy, {model.x: x_test, model.y: y_test}))
+        for tag, w in model.weights.items():
+            writer.histogram(tag, sess.run(w), steps)
+        writer.text("summary", f"test accuracy {accuracy:.4f} after {steps} steps "
+                               f"(learning rate {learning_rate})", steps)
+        path = writer.path
+    return str(path), accuracy
+
+
+def _progress_printer(label: str, stream=sys.stderr):
+    started = time.time()
+
+    def show(step: int, total: int, loss: float) -> None:
+        if step == total or step % max(1, total // 20) == 0:
+            done = int(30 * step / total)
+            stream.write(f"\r  {label} [{'#' * done}{'.' * (30 - done)}] step {step}/{total} "
+                         f"loss {loss:.4f} ({time.time() - started:.1f} s)")
+            if step == total:
+                stream.write("\n")
+            stream.flush()
+    return show
+
+
+def run_demo(logdir: str = "runs", steps: int = 300, progress: bool = True) -> list[str]:
+    """Records the demo runs into `logdir` and returns their folders."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    paths = []
+    for lr in DEMO_LEARNING_RATES:
+        name = f"mlp-lr{lr}-{stamp}"
+        if progress:
+            print(f"Training {name} on CPU:0 + 2 virtual GPUs ({steps} steps)", flush=True)
+        path, accuracy = train_mlp(logdir, name, lr, steps,
+                                   progress=_progress_printer(name) if progress else None)
+        if progress:
+            print(f"  test accuracy {accuracy:.4f}; recorded in {path}", flush=True)
+        paths.append(path)
+    return paths
