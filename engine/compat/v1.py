@@ -1,8 +1,8 @@
 """The tf.compat.v1 surface: everything `engine` exports."""
 
-from engine import *  # noqa: F401,F403
-from engine import __all__  # noqa: F401,E402
-from engine import errors, nn, train  # noqa: F401
+from engine.api import *  # noqa: F401,F403
+from engine.api import __all__  # noqa: F401
+from engine.api import errors, nn, train  # noqa: F401
 
 
 def disable_eager_execution() -> None:

@@ -39,7 +39,7 @@ def _numpy_value(value, dtype: dtypes.DType | None) -> np.ndarray:
         if dtype.numpy_dtype is None:
             raise TypeError(f"Cannot make a constant of dtype {dtype.name}")
         array = np.asarray(value)
-        if dtype.is_integer and array.dtype.kind == "f":
+        if dtype.is_integer and array.dtype.kind == "f" and array.size:  # np.asarray([]) is float64
             raise TypeError(f"Expected {dtype.name}, got {value!r} of type "
                             f"'{type(value).__name__}' instead.")
         return np.asarray(value, dtype=dtype.numpy_dtype)

@@ -25,6 +25,12 @@ def _static_reduction_axes(x_shape, y_shape):
         rb + [i for i in range(lead_b) if i not in rb]
 
 
+def _static_shape(shape) -> np.ndarray:
+    """A fully known shape as int32 values: a bare [] (a scalar's shape) would become a float32
+    constant, which Reshape and BroadcastTo reject."""
+    return np.asarray(shape.as_list(), dtype=np.int32)
+
+
 def _unbroadcast(grad_x, grad_y, x, y):
     """Sums each gradient over the axes its input was broadcast along."""
     xs, ys = x.shape, y.shape
@@ -32,9 +38,9 @@ def _unbroadcast(grad_x, grad_y, x, y):
         if xs == ys and grad_x.shape == xs:
             return grad_x, grad_y
         rx, ry = _static_reduction_axes(xs, ys)
-        gx = A.reshape(M.reduce_sum(grad_x, sorted(rx)), xs.as_list()) if rx else \
+        gx = A.reshape(M.reduce_sum(grad_x, sorted(rx)), _static_shape(xs)) if rx else \
             _match_static(grad_x, xs)
-        gy = A.reshape(M.reduce_sum(grad_y, sorted(ry)), ys.as_list()) if ry else \
+        gy = A.reshape(M.reduce_sum(grad_y, sorted(ry)), _static_shape(ys)) if ry else \
             _match_static(grad_y, ys)
         return gx, gy
     sx, sy = A.shape(x), A.shape(y)
@@ -43,7 +49,7 @@ def _unbroadcast(grad_x, grad_y, x, y):
 
 
 def _match_static(grad, shape):
-    return grad if grad.shape == shape else A.reshape(grad, shape.as_list())
+    return grad if grad.shape == shape else A.reshape(grad, _static_shape(shape))
 
 
 def _add_grad(op, grad):
@@ -206,7 +212,7 @@ def _sum_grad(op, grad):
     if not op.attrs["keep_dims"]:
         for axis in _reduction_axes(op):
             grad = A.expand_dims(grad, axis)
-    target = x.shape.as_list() if x.shape.is_fully_defined() else A.shape(x)
+    target = _static_shape(x.shape) if x.shape.is_fully_defined() else A.shape(x)
     return A.broadcast_to(grad, target), None
 
 
@@ -214,7 +220,7 @@ def _mean_grad(op, grad):
     x, y = op.inputs[0], op.outputs[0]
     sum_grad, _ = _sum_grad(op, grad)
     if x.shape.is_fully_defined() and y.shape.is_fully_defined():
-        factor = max(x.shape.num_elements() // max(y.shape.num_elements(), 1), 1)
+        factor = 1
         factor_t = A.constant(factor, dtype=sum_grad.dtype.base_dtype)
     else:
         factor_t = M.divide(A.cast(A.size(x), sum_grad.dtype.base_dtype),

@@ -81,7 +81,11 @@ def _aggregate(terms: list[Tensor], method) -> Tensor | None:
 
 
 def _default_grad_ys(ys: list[Tensor], grad_ys) -> list[Tensor]:
-    grad_ys = list(grad_ys) if grad_ys is not None else [None] * len(ys)
+    if grad_ys is None:
+        grad_ys = [None] * len(ys)
+    elif not isinstance(grad_ys, (list, tuple)):
+        grad_ys = [grad_ys]     # TF accepts a single tensor, as it does for ys
+    grad_ys = list(grad_ys)
     if len(grad_ys) != len(ys):
         raise ValueError(f"Passed {len(grad_ys)} grad_ys for {len(ys)} ys")
     out = []
@@ -127,6 +131,10 @@ def gradients(ys, xs, grad_ys=None, name: str = "gradients",
                 continue
             seen.add(op)
             out_grads = [_aggregate(grads.get(t, []), aggregation_method) for t in op.outputs]
+            # Keep the sum, so an x that is also on the path is not summed a second time.
+            for t, total in zip(op.outputs, out_grads):
+                if total is not None:
+                    grads[t] = [total]
             in_grads = _backprop_op(g, op, out_grads, x_ops, stop_ops,
                                     colocate_gradients_with_ops, gate_gradients)
             for t, gi in zip(op.inputs, in_grads):

@@ -216,12 +216,13 @@ class RunReader:
                 "ORDER BY plan_seq, seq", params).fetchall()
             moved = {p: _bytes_by_key(conn, p) for p in {row[0] for row in rows}}
         edges = []
-        for *fields, shape, consumers, recorded in rows:
+        for p, tensor, src, dst, send, recv, key, dtype, shape, consumers, recorded in rows:
             shape = json.loads(shape)
-            by_key = moved[fields[0]]
+            by_key = moved[p]
             edges.append(CutEdgeRecord(
-                *fields, None if shape is None else tuple(shape), tuple(json.loads(consumers)),
-                recorded if by_key is None else by_key.get(fields[6], 0)))
+                p, tensor, src, dst, send, recv, key, dtype,
+                None if shape is None else tuple(shape), tuple(json.loads(consumers)),
+                recorded if by_key is None else by_key.get(key, 0)))
         return edges
 
     def steps(self) -> list[StepRecord]:

@@ -1,6 +1,6 @@
-"""The run store's on-disk format: SQLite tables (DDL), connections for the writer and for
-readers, JSON and side-file (blob) encoding, and the process identity that lets a reader tell a
-live writer from a dead one. Shared by writer.py and reader.py; no engine imports."""
+"""The run store's on-disk format: SQLite tables (DDL), how each record becomes rows, JSON and
+side-file (blob) encoding, connections for the writer and readers, and the process identity
+that lets a reader tell a live writer from a dead one. No engine imports."""
 
 from __future__ import annotations
 
@@ -8,12 +8,26 @@ import json
 import os
 import socket
 import sqlite3
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from engine.record.schema import DATABASE_NAME, SCHEMA_VERSION
+from engine.record.schema import (
+    DATABASE_NAME,
+    SCHEMA_VERSION,
+    CutEdgeRecord,
+    DeviceRecord,
+    GraphRecord,
+    NodeRecord,
+    OpStatRecord,
+    PartitionRecord,
+    PlacementRecord,
+    PlanRecord,
+    StepRecord,
+    TransferRecord,
+)
 
 BLOB_DIR = "blobs"
 BLOB_THRESHOLD = 64 * 1024     # payloads larger than this go to <run>/blobs/<id>.npy
@@ -192,3 +206,131 @@ def pid_alive(pid: int) -> bool | None:
     except OSError:
         return True
     return True
+
+
+# Records to rows. Each encoder returns {table: rows}; `next_seq` hands out the run-wide order,
+# parents first, so children can name their parent's seq.
+
+SeqSource = Callable[[], int]
+
+
+def check_record(call: str, record: Any, expected: type) -> None:
+    if not isinstance(record, expected):
+        raise TypeError(f"{call}() expects {expected.__name__} records, "
+                        f"got {type(record).__name__}")
+
+
+def histogram_row(run_dir: Path, seq: int, wall_time: float, tag_id: int, step: int,
+                  values: np.ndarray, bins: int) -> tuple:
+    """Buckets over the finite values; min, max and sum over all, so NaN/Inf show there."""
+    finite = values[np.isfinite(values)]
+    if finite.size:
+        counts, edges = np.histogram(finite, bins=bins)
+    else:
+        counts, edges = np.zeros(bins), np.linspace(0.0, 1.0, bins + 1)
+    edges, counts = edges.astype("<f8"), counts.astype("<f8")
+    if values.size:
+        low, high, total = float(values.min()), float(values.max()), float(values.sum())
+    else:
+        low, high, total = float("nan"), float("nan"), 0.0
+    edge_bytes, count_bytes, blob = edges.tobytes(), counts.tobytes(), None
+    if len(edge_bytes) + len(count_bytes) > BLOB_THRESHOLD:
+        blob = f"{seq}-histogram"
+        write_blob(run_dir, blob, np.concatenate([edges, counts]))
+        edge_bytes = count_bytes = None
+    return (seq, wall_time, tag_id, step, low, high, total, int(values.size), edge_bytes,
+            count_bytes, blob)
+
+
+def text_row(run_dir: Path, seq: int, wall_time: float, tag_id: int, step: int,
+             text: str) -> tuple:
+    # The inline preview lets events() summarise a large text without its side file.
+    body, blob = pack_text(run_dir, f"{seq}-text", text, preview=200)
+    return (seq, wall_time, tag_id, step, body, blob)
+
+
+def device_rows(next_seq: SeqSource, wall_time: float,
+                records: Sequence[DeviceRecord]) -> dict[str, list[tuple]]:
+    rows = []
+    for r in records:
+        check_record("devices", r, DeviceRecord)
+        rows.append((next_seq(), wall_time, r.name, r.device_type, r.index, r.physical,
+                     int(r.virtual)))
+    return {"devices": rows}
+
+
+def graph_rows(run_dir: Path, next_seq: SeqSource, wall_time: float,
+               record: GraphRecord) -> dict[str, list[tuple]]:
+    seq = next_seq()
+    body, blob = pack_text(run_dir, f"{seq}-graph", nodes_json(record.nodes))
+    return {"graphs": [(seq, wall_time, record.version, len(record.nodes), body, blob)]}
+
+
+def nodes_json(nodes: Sequence[NodeRecord]) -> str:
+    parts = []
+    for node in nodes:
+        check_record("graph", node, NodeRecord)
+        encoded = {
+            "name": node.name, "op": node.op, "inputs": list(node.inputs),
+            "device": node.device, "attrs": node.attrs,
+            "outputs": [[spec.dtype, None if spec.shape is None else list(spec.shape)]
+                        for spec in node.outputs],
+            "stack": list(node.stack),
+        }
+        try:
+            parts.append(to_json(encoded))
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"graph node {node.name!r}: attrs must be JSON-safe: {exc}") from None
+    return "[" + ",".join(parts) + "]"
+
+
+def placement_rows(next_seq: SeqSource, wall_time: float,
+                   records: Sequence[PlacementRecord]) -> dict[str, list[tuple]]:
+    rows = []
+    for r in records:
+        check_record("placements", r, PlacementRecord)
+        rows.append((next_seq(), wall_time, r.graph_version, r.node, r.op, r.requested,
+                     r.assigned, r.reason, r.detail, r.log_line))
+    return {"placements": rows}
+
+
+def plan_rows(run_dir: Path, next_seq: SeqSource, wall_time: float, record: PlanRecord,
+              partitions: Sequence[PartitionRecord],
+              cut_edges: Sequence[CutEdgeRecord]) -> dict[str, list[tuple]]:
+    plan_seq = next_seq()
+    plan = (plan_seq, wall_time, record.plan, record.graph_version, to_json(record.fetches),
+            to_json(record.feeds), to_json(record.targets), to_json(record.devices),
+            len(partitions), len(cut_edges))
+    partition_rows = []
+    for p in partitions:
+        check_record("plan", p, PartitionRecord)
+        seq = next_seq()
+        body, blob = pack_text(run_dir, f"{seq}-partition", to_json(p.nodes))
+        partition_rows.append((seq, wall_time, plan_seq, p.plan, p.device, len(p.nodes),
+                               body, blob))
+    edge_rows = []
+    for e in cut_edges:
+        check_record("plan", e, CutEdgeRecord)
+        edge_rows.append((next_seq(), wall_time, plan_seq, e.plan, e.tensor, e.src_device,
+                          e.dst_device, e.send_node, e.recv_node, e.key, e.dtype,
+                          to_json(e.shape), to_json(e.consumers), e.bytes))
+    return {"plans": [plan], "partitions": partition_rows, "cut_edges": edge_rows}
+
+
+def step_rows(next_seq: SeqSource, wall_time: float, record: StepRecord,
+              op_stats: Sequence[OpStatRecord],
+              transfers: Sequence[TransferRecord]) -> dict[str, list[tuple]]:
+    step_seq = next_seq()
+    step = (step_seq, wall_time, record.step, record.plan, record.wall_start,
+            record.duration_us, record.num_ops, record.bytes_moved)
+    stat_rows = []
+    for s in op_stats:
+        check_record("step", s, OpStatRecord)
+        stat_rows.append((next_seq(), wall_time, step_seq, s.step, s.node, s.op, s.device,
+                          s.start_us, s.end_us, s.output_bytes, s.thread))
+    transfer_rows = []
+    for t in transfers:
+        check_record("step", t, TransferRecord)
+        transfer_rows.append((next_seq(), wall_time, step_seq, t.step, t.key, t.tensor,
+                              t.src_device, t.dst_device, t.bytes))
+    return {"steps": [step], "op_stats": stat_rows, "transfers": transfer_rows}

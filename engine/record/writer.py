@@ -26,7 +26,6 @@ from engine.record.schema import (
     CutEdgeRecord,
     DeviceRecord,
     GraphRecord,
-    NodeRecord,
     OpStatRecord,
     PartitionRecord,
     PlacementRecord,
@@ -174,7 +173,7 @@ class RunWriter:
 
     def graph(self, record: GraphRecord) -> None:
         self._check_usable()
-        _check_record("graph", record, GraphRecord)
+        store.check_record("graph", record, GraphRecord)
         self._queue.put((_GRAPH, time.time(), record))
 
     def placements(self, records: Sequence[PlacementRecord]) -> None:
@@ -184,7 +183,7 @@ class RunWriter:
     def plan(self, record: PlanRecord, partitions: Sequence[PartitionRecord],
              cut_edges: Sequence[CutEdgeRecord]) -> None:
         self._check_usable()
-        _check_record("plan", record, PlanRecord)
+        store.check_record("plan", record, PlanRecord)
         self._queue.put((_PLAN, time.time(), record, tuple(partitions), tuple(cut_edges)))
 
     def step(self, record: StepRecord, op_stats: Sequence[OpStatRecord],
@@ -192,7 +191,7 @@ class RunWriter:
         """A step boundary: everything queued so far is committed as soon as the background
         thread reaches it."""
         self._check_usable()
-        _check_record("step", record, StepRecord)
+        store.check_record("step", record, StepRecord)
         self._queue.put((_STEP, time.time(), record, tuple(op_stats), tuple(transfers)))
 
     # Internals.
@@ -255,11 +254,6 @@ def _check_tag(tag: Any) -> None:
         raise TypeError(f"tag must be a str, got {type(tag).__name__} {tag!r}")
     if not tag:
         raise ValueError("tag must be a non-empty str, got ''")
-
-
-def _check_record(call: str, record: Any, expected: type) -> None:
-    if not isinstance(record, expected):
-        raise TypeError(f"{call}() expects a {expected.__name__}, got {type(record).__name__}")
 
 
 def _real(tag: str, value: Any) -> float:
@@ -416,8 +410,12 @@ class _Committer(threading.Thread):
                 item[1].set()
                 continue
             if opcode == _CLOSE:
-                self._finish()
-                item[1].set()
+                try:
+                    self._finish()
+                finally:
+                    # close() returns only once the database file is released.
+                    self.conn.close()
+                    item[1].set()
                 return
             try:
                 self._handlers[opcode](item)
@@ -462,7 +460,7 @@ class _Committer(threading.Thread):
         exception = self._meta.get("exception")
         if exception is not None:
             detail += " with an exception: " + store.from_json(exception)
-        self._add("run_events", [(self._next_seq(), time.time(), "run", detail)])
+        self._add({"run_events": [(self._next_seq(), time.time(), "run", detail)]})
         self._meta["status"] = store.to_json(FINISHED)
         self._meta["finished"] = store.to_json(time.time())
         self._commit()
@@ -474,9 +472,11 @@ class _Committer(threading.Thread):
         self._seq += 1
         return seq
 
-    def _add(self, table: str, rows: list[tuple]) -> None:
-        self._pending[table].extend(rows)
-        self._pending_rows += len(rows)
+    def _add(self, rows_by_table: dict[str, list[tuple]]) -> None:
+        """Rows of one record become pending together (or not at all, if encoding failed)."""
+        for table, rows in rows_by_table.items():
+            self._pending[table].extend(rows)
+            self._pending_rows += len(rows)
 
     def _tag_id(self, kind: str, tag: str) -> int:
         key = (kind, tag)
@@ -511,41 +511,23 @@ class _Committer(threading.Thread):
 
     def _histogram(self, item: tuple) -> None:
         _, wall_time, tag, step, values, bins = item
-        seq = self._next_seq()
-        finite = values[np.isfinite(values)]
-        if finite.size:
-            counts, edges = np.histogram(finite, bins=bins)
-        else:
-            counts, edges = np.zeros(bins), np.linspace(0.0, 1.0, bins + 1)
-        edges = edges.astype("<f8")
-        counts = counts.astype("<f8")
-        if values.size:
-            low, high, total = float(values.min()), float(values.max()), float(values.sum())
-        else:
-            low, high, total = float("nan"), float("nan"), 0.0
-        edge_bytes, count_bytes, blob = edges.tobytes(), counts.tobytes(), None
-        if len(edge_bytes) + len(count_bytes) > store.BLOB_THRESHOLD:
-            blob = f"{seq}-histogram"
-            store.write_blob(self.run_dir, blob, np.concatenate([edges, counts]))
-            edge_bytes = count_bytes = None
+        row = store.histogram_row(self.run_dir, self._next_seq(), wall_time,
+                                  self._tag_id(store.HISTOGRAM, tag), step, values, bins)
         self._note_summary_step(step)
-        self._add("histograms", [(seq, wall_time, self._tag_id(store.HISTOGRAM, tag), step,
-                                  low, high, total, int(values.size), edge_bytes, count_bytes,
-                                  blob)])
+        self._add({"histograms": [row]})
 
     def _text(self, item: tuple) -> None:
         _, wall_time, tag, step, text = item
-        seq = self._next_seq()
-        # The inline preview lets events() summarise a large text without its side file.
-        body, blob = store.pack_text(self.run_dir, f"{seq}-text", text, preview=200)
+        row = store.text_row(self.run_dir, self._next_seq(), wall_time,
+                             self._tag_id(store.TEXT, tag), step, text)
         self._note_summary_step(step)
-        self._add("texts", [(seq, wall_time, self._tag_id(store.TEXT, tag), step, body, blob)])
+        self._add({"texts": [row]})
 
     def _config(self, item: tuple) -> None:
         _, wall_time, keys, merged = item
         self._meta["config"] = merged
         detail = "config updated: " + ", ".join(keys)
-        self._add("run_events", [(self._next_seq(), wall_time, "run", detail)])
+        self._add({"run_events": [(self._next_seq(), wall_time, "run", detail)]})
         self._commit_due = True
 
     def _exception(self, item: tuple) -> None:
@@ -553,92 +535,27 @@ class _Committer(threading.Thread):
 
     def _devices(self, item: tuple) -> None:
         _, wall_time, records = item
-        rows = []
-        for record in records:
-            _check_record("devices", record, DeviceRecord)
-            rows.append((self._next_seq(), wall_time, record.name, record.device_type,
-                         record.index, record.physical, int(record.virtual)))
-        self._add("devices", rows)
+        self._add(store.device_rows(self._next_seq, wall_time, records))
         self._commit_due = True
 
     def _graph(self, item: tuple) -> None:
         _, wall_time, record = item
-        seq = self._next_seq()
-        body, blob = store.pack_text(self.run_dir, f"{seq}-graph", _nodes_json(record.nodes))
-        self._add("graphs", [(seq, wall_time, record.version, len(record.nodes), body, blob)])
+        self._add(store.graph_rows(self.run_dir, self._next_seq, wall_time, record))
         self._commit_due = True
 
     def _placements(self, item: tuple) -> None:
         _, wall_time, records = item
-        rows = []
-        for r in records:
-            _check_record("placements", r, PlacementRecord)
-            rows.append((self._next_seq(), wall_time, r.graph_version, r.node, r.op,
-                         r.requested, r.assigned, r.reason, r.detail, r.log_line))
-        self._add("placements", rows)
+        self._add(store.placement_rows(self._next_seq, wall_time, records))
         self._commit_due = True
 
     def _plan(self, item: tuple) -> None:
         _, wall_time, record, partitions, cut_edges = item
-        plan_seq = self._next_seq()
-        rows = [(plan_seq, wall_time, record.plan, record.graph_version,
-                 store.to_json(record.fetches), store.to_json(record.feeds),
-                 store.to_json(record.targets), store.to_json(record.devices),
-                 len(partitions), len(cut_edges))]
-        partition_rows = []
-        for p in partitions:
-            _check_record("plan", p, PartitionRecord)
-            seq = self._next_seq()
-            body, blob = store.pack_text(self.run_dir, f"{seq}-partition", store.to_json(p.nodes))
-            partition_rows.append((seq, wall_time, plan_seq, p.plan, p.device, len(p.nodes),
-                                   body, blob))
-        edge_rows = []
-        for e in cut_edges:
-            _check_record("plan", e, CutEdgeRecord)
-            edge_rows.append((self._next_seq(), wall_time, plan_seq, e.plan, e.tensor,
-                              e.src_device, e.dst_device, e.send_node, e.recv_node, e.key,
-                              e.dtype, store.to_json(e.shape), store.to_json(e.consumers),
-                              e.bytes))
-        self._add("plans", rows)
-        self._add("partitions", partition_rows)
-        self._add("cut_edges", edge_rows)
+        self._add(store.plan_rows(self.run_dir, self._next_seq, wall_time, record, partitions,
+                                  cut_edges))
         self._commit_due = True
 
     def _step(self, item: tuple) -> None:
         _, wall_time, record, op_stats, transfers = item
-        step_seq = self._next_seq()
-        step = record.step
-        stat_rows = []
-        for s in op_stats:
-            _check_record("step", s, OpStatRecord)
-            stat_rows.append((self._next_seq(), wall_time, step_seq, s.step, s.node, s.op,
-                              s.device, s.start_us, s.end_us, s.output_bytes, s.thread))
-        transfer_rows = []
-        for t in transfers:
-            _check_record("step", t, TransferRecord)
-            transfer_rows.append((self._next_seq(), wall_time, step_seq, t.step, t.key,
-                                  t.tensor, t.src_device, t.dst_device, t.bytes))
-        self._add("steps", [(step_seq, wall_time, step, record.plan, record.wall_start,
-                             record.duration_us, record.num_ops, record.bytes_moved)])
-        self._add("op_stats", stat_rows)
-        self._add("transfers", transfer_rows)
-        self._note_step(step)
+        self._add(store.step_rows(self._next_seq, wall_time, record, op_stats, transfers))
+        self._note_step(record.step)
         self._commit_due = True
-
-
-def _nodes_json(nodes: tuple[NodeRecord, ...]) -> str:
-    parts = []
-    for node in nodes:
-        _check_record("graph", node, NodeRecord)
-        encoded = {
-            "name": node.name, "op": node.op, "inputs": list(node.inputs),
-            "device": node.device, "attrs": node.attrs,
-            "outputs": [[spec.dtype, None if spec.shape is None else list(spec.shape)]
-                        for spec in node.outputs],
-            "stack": list(node.stack),
-        }
-        try:
-            parts.append(store.to_json(encoded))
-        except (TypeError, ValueError) as exc:
-            raise TypeError(f"graph node {node.name!r}: attrs must be JSON-safe: {exc}") from None
-    return "[" + ",".join(parts) + "]"
