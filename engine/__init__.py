@@ -5,6 +5,7 @@ workbench that reads it never import torch."""
 from __future__ import annotations
 
 import importlib
+import importlib.util
 
 
 def _api():
@@ -14,6 +15,10 @@ def _api():
 def __getattr__(name: str):
     if name.startswith("__") and name != "__all__":
         raise AttributeError(name)
+    # `from engine import dtypes` asks for the attribute before importing the submodule;
+    # answer with the submodule alone so light imports stay light (and acyclic).
+    if importlib.util.find_spec(f"engine.{name}") is not None:
+        return importlib.import_module(f"engine.{name}")
     try:
         value = getattr(_api(), name)
     except AttributeError:

@@ -165,10 +165,19 @@ def node_to_json(n: NodeDef) -> dict:
             "stack": list(n.meta.get("stack", ()))}
 
 
-def graph_def_to_json(graph_def: GraphDef, indent: int | None = 1) -> str:
-    doc = {"format": JSON_FORMAT, "version": JSON_VERSION, "graph_version": graph_def.version,
-           "node": [node_to_json(n) for n in graph_def.node]}
-    return json.dumps(doc, indent=indent)
+def graph_def_to_json(graph_def: GraphDef, strip_prefix: str = "") -> str:
+    """One node per line (diff-friendly). `strip_prefix` is removed from creation-site paths,
+    so files written from a checkout do not carry the machine's absolute paths."""
+    head = json.dumps({"format": JSON_FORMAT, "version": JSON_VERSION,
+                       "graph_version": graph_def.version})
+    lines = []
+    for n in graph_def.node:
+        doc = node_to_json(n)
+        if strip_prefix:
+            doc["stack"] = [s[len(strip_prefix):] if s.startswith(strip_prefix) else s
+                            for s in doc["stack"]]
+        lines.append(json.dumps(doc, separators=(",", ":")))
+    return head[:-1] + ', "node": [\n' + ",\n".join(lines) + "\n]}\n"
 
 
 def graph_def_from_json(text: str, source: str = "<string>") -> GraphDef:

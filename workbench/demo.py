@@ -23,6 +23,7 @@ class MlpGraph:
     accuracy: object
     train_op: object
     counter: object
+    init: object
     weights: dict
 
 
@@ -72,7 +73,8 @@ def build_mlp(learning_rate: float, hidden=(64, 32), seed: int = 0) -> MlpGraph:
             bump = tf.assign_add(counter, 1)
         with tf.control_dependencies([bump]):
             train_op = tf.train.GradientDescentOptimizer(learning_rate).minimize(loss)
-    return MlpGraph(graph, x, y, loss, accuracy, train_op, counter,
+        init = tf.global_variables_initializer()
+    return MlpGraph(graph, x, y, loss, accuracy, train_op, counter, init,
                     {"layer1/weights": w1, "layer2/weights": w2, "logits/weights": w3})
 
 
@@ -88,7 +90,7 @@ def train_mlp(logdir: str, run_name: str, learning_rate: float, steps: int, batc
         writer = sess.run_writer
         writer.set_config({"model": "mlp 64-64-32-10", "learning_rate": learning_rate,
                            "batch": batch, "steps": steps, "data": "sklearn digits"})
-        sess.run(tf.global_variables_initializer())
+        sess.run(model.init)
         for step in range(1, steps + 1):
             idx = rng.randint(0, len(x_train), batch)
             _, loss = sess.run([model.train_op, model.loss],
@@ -109,9 +111,11 @@ def train_mlp(logdir: str, run_name: str, learning_rate: float, steps: int, batc
 
 
 def _progress_printer(label: str, stream=sys.stderr):
-    started = time.time()
+    started = None
 
     def show(step: int, total: int, loss: float) -> None:
+        nonlocal started
+        started = started or time.time()
         if step == total or step % max(1, total // 20) == 0:
             done = int(30 * step / total)
             stream.write(f"\r  {label} [{'#' * done}{'.' * (30 - done)}] step {step}/{total} "

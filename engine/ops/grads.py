@@ -220,7 +220,7 @@ def _mean_grad(op, grad):
     x, y = op.inputs[0], op.outputs[0]
     sum_grad, _ = _sum_grad(op, grad)
     if x.shape.is_fully_defined() and y.shape.is_fully_defined():
-        factor = 1
+        factor = max(x.shape.num_elements() // max(y.shape.num_elements(), 1), 1)
         factor_t = A.constant(factor, dtype=sum_grad.dtype.base_dtype)
     else:
         factor_t = M.divide(A.cast(A.size(x), sum_grad.dtype.base_dtype),
