@@ -4,37 +4,102 @@ tf.train, tf.errors, the dtypes). `engine/__init__.py` loads this module on firs
 
 from __future__ import annotations
 
-from engine import dtypes, errors  # noqa: F401
+from engine import dtypes, errors, nn, train  # noqa: F401  # noqa: E402,F401  (namespaces built on the ops above)
 from engine.devices import DeviceSpec  # noqa: F401
-from engine.dtypes import (DType, as_dtype, bfloat16, bool, complex64,  # noqa: F401,A004
-                           complex128, double, float16, float32, float64, half, int8, int16,
-                           int32, int64, qint8, qint32, quint8, uint8, uint16, uint32, uint64)
-from engine.graph import (Graph, Operation, Tensor, get_default_graph,  # noqa: F401
-                          reset_default_graph)
-from engine.graph_def import (GraphDef, NodeDef, graph_def_from_json,  # noqa: F401
-                              graph_def_to_json, import_graph_def)
+from engine.dtypes import (  # noqa: F401,A004
+    DType,
+    as_dtype,
+    bfloat16,
+    bool,
+    complex64,
+    complex128,
+    double,
+    float16,
+    float32,
+    float64,
+    half,
+    int8,
+    int16,
+    int32,
+    int64,
+    qint8,
+    qint32,
+    quint8,
+    uint8,
+    uint16,
+    uint32,
+    uint64,
+)
+from engine.graph import Graph, Operation, Tensor, get_default_graph, reset_default_graph  # noqa: F401
+from engine.graph_def import (  # noqa: F401
+    GraphDef,
+    NodeDef,
+    graph_def_from_json,
+    graph_def_to_json,
+    import_graph_def,
+)
 from engine.ops import array_ops, control_flow_ops, math_ops, nn_ops, state_ops  # noqa: F401
 from engine.ops import grads as _grads  # noqa: F401  (installs gradient rules)
-from engine.ops.array_ops import (broadcast_to, cast, constant, expand_dims, fill,  # noqa: F401
-                                  identity, ones, ones_like, placeholder, reshape, shape, size,
-                                  stop_gradient, zeros, zeros_like)
+from engine.ops.array_ops import (  # noqa: F401
+    broadcast_to,
+    cast,
+    constant,
+    expand_dims,
+    fill,
+    identity,
+    ones,
+    ones_like,
+    placeholder,
+    reshape,
+    shape,
+    size,
+    stop_gradient,
+    zeros,
+    zeros_like,
+)
 from engine.ops.control_flow_ops import group, no_op, tuple  # noqa: F401,A004
 from engine.ops.core import convert_to_tensor  # noqa: F401
-from engine.ops.math_ops import (abs, add, add_n, argmax, divide, equal, exp,  # noqa: F401,A004
-                                 greater, less, log, matmul, maximum, minimum, multiply,
-                                 negative, pow, reduce_max, reduce_mean, reduce_sum, sigmoid,
-                                 sqrt, square, squared_difference, subtract, tanh)
+from engine.ops.math_ops import (  # noqa: F401,A004
+    abs,
+    add,
+    add_n,
+    argmax,
+    divide,
+    equal,
+    exp,
+    greater,
+    less,
+    log,
+    matmul,
+    maximum,
+    minimum,
+    multiply,
+    negative,
+    pow,
+    reduce_max,
+    reduce_mean,
+    reduce_sum,
+    sigmoid,
+    sqrt,
+    square,
+    squared_difference,
+    subtract,
+    tanh,
+)
 from engine.ops.state_ops import assign, assign_add, assign_sub  # noqa: F401
-from engine.ops.variables import (GraphKeys, Variable, global_variables,  # noqa: F401
-                                  global_variables_initializer, local_variables_initializer,
-                                  trainable_variables, variables_initializer)
+from engine.ops.variables import (  # noqa: F401
+    GraphKeys,
+    Variable,
+    global_variables,
+    global_variables_initializer,
+    local_variables_initializer,
+    trainable_variables,
+    variables_initializer,
+)
 from engine.passes.gradients import AggregationMethod, gradients  # noqa: F401
 from engine.runtime.config import ConfigProto, GPUOptions, RunMetadata, RunOptions  # noqa: F401
-from engine.runtime.session import (InteractiveSession, Session,  # noqa: F401
-                                    get_default_session)
+from engine.runtime.session import InteractiveSession, Session, get_default_session  # noqa: F401
 from engine.shapes import TensorShape  # noqa: F401
-
-from engine import nn, train  # noqa: E402,F401  (namespaces built on the ops above)
 
 truediv = divide
 

@@ -224,7 +224,8 @@ class Graph:
         op_name, sep, index = name.rpartition(":")
         if not sep or not index.isdigit():
             raise ValueError(f"The name '{name}' looks like an (invalid) Operation name, not a "
-                             "Tensor. Tensor names must be of the form \"<op_name>:<output_index>\".")
+                             "Tensor. Tensor names must be of the form "
+                             "\"<op_name>:<output_index>\".")
         try:
             op = self._by_name[op_name]
         except KeyError:

@@ -3,7 +3,7 @@ broadcasting and merging rules that shape inference uses."""
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 
 class TensorShape:

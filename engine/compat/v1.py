@@ -1,8 +1,12 @@
 """The tf.compat.v1 surface: everything `engine` exports."""
 
 from engine.api import *  # noqa: F401,F403
-from engine.api import __all__  # noqa: F401
-from engine.api import errors, nn, train  # noqa: F401
+from engine.api import (  # noqa: F401
+    __all__,  # noqa: F401
+    errors,
+    nn,
+    train,
+)
 
 
 def disable_eager_execution() -> None:

@@ -2,5 +2,10 @@
 explicitly so the registry is complete as soon as this package is."""
 
 from engine.kernels import array, math, nn, state  # noqa: F401
-from engine.kernels.registry import (Constant, KernelContext, find_kernel,  # noqa: F401
-                                     registered_kernels_text, supported_device_types)
+from engine.kernels.registry import (  # noqa: F401
+                                     Constant,
+                                     KernelContext,
+                                     find_kernel,
+                                     registered_kernels_text,
+                                     supported_device_types,
+)

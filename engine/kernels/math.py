@@ -9,8 +9,15 @@ import torch
 
 from engine import dtypes
 from engine.kernels.array import host_tensor
-from engine.kernels.registry import (CPU_FLOAT, CPU_NUMERIC, CPU_REAL, GPU_FLOAT, GPU_REAL,
-                                     INDEX_TYPES, kernel)
+from engine.kernels.registry import (
+    CPU_FLOAT,
+    CPU_NUMERIC,
+    CPU_REAL,
+    GPU_FLOAT,
+    GPU_REAL,
+    INDEX_TYPES,
+    kernel,
+)
 
 _ELEMENTWISE = {
     "Add": torch.add, "Sub": torch.sub, "Mul": torch.mul,

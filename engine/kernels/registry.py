@@ -3,8 +3,8 @@ constraints on attrs. Placement asks it "can this node run on that device type?"
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from engine import dtypes
 

@@ -9,7 +9,7 @@ import threading
 import torch
 
 from engine import errors
-from engine.kernels.registry import ALL_TYPES, Constant, CPU_REAL, GPU_FLOAT, GPU_VARIABLE, kernel
+from engine.kernels.registry import ALL_TYPES, CPU_REAL, GPU_FLOAT, GPU_VARIABLE, Constant, kernel
 
 
 class VariableSlot:

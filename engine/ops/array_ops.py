@@ -6,8 +6,14 @@ from __future__ import annotations
 import numpy as np
 
 from engine import dtypes
-from engine.ops.core import (constant_value, convert_to_tensor, graph_of, make_constant, op_scope,
-                             shape_error)
+from engine.ops.core import (
+    constant_value,
+    convert_to_tensor,
+    graph_of,
+    make_constant,
+    op_scope,
+    shape_error,
+)
 from engine.ops.registry import register_op
 from engine.shapes import TensorShape, as_shape
 

@@ -64,7 +64,7 @@ def tuple(tensors, name=None, control_inputs=None):  # noqa: A001 - TF's name
     """Tensors that are available only after all of `tensors` (and control_inputs) are."""
     live = [t for t in tensors if t is not None]
     g = graph_of(live)
-    with g.as_default(), g.name_scope(name or "tuple") as scope:
+    with g.as_default(), g.name_scope(name or "tuple"):
         deps = [t.op for t in live] + [_as_op(c) for c in control_inputs or ()]
         gate = group(*deps, name="group_deps")
         return [None if t is None else with_dependencies([gate], t)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from engine.ops import array_ops as A
+from engine.ops import control_flow_ops, state_ops  # noqa: F401  (their ops get rules below)
 from engine.ops import math_ops as M
 from engine.ops import nn_ops as N
 from engine.ops.core import constant_value

@@ -7,8 +7,15 @@ import numpy as np
 
 from engine import dtypes
 from engine.graph import Tensor
-from engine.ops.core import (check_dtype_allowed, constant_value, convert_to_tensor, graph_of,
-                             op_scope, same_dtype_inputs, shape_error)
+from engine.ops.core import (
+    check_dtype_allowed,
+    constant_value,
+    convert_to_tensor,
+    graph_of,
+    op_scope,
+    same_dtype_inputs,
+    shape_error,
+)
 from engine.ops.registry import register_op
 from engine.shapes import TensorShape, broadcast_shapes
 

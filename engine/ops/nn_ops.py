@@ -4,8 +4,14 @@ gradient helper ReluGrad; the tf.nn builders."""
 from __future__ import annotations
 
 from engine import dtypes
-from engine.ops.core import (check_dtype_allowed, convert_to_tensor, graph_of, op_scope,
-                             same_dtype_inputs, shape_error)
+from engine.ops.core import (
+    check_dtype_allowed,
+    convert_to_tensor,
+    graph_of,
+    op_scope,
+    same_dtype_inputs,
+    shape_error,
+)
 from engine.ops.registry import register_op
 from engine.shapes import TensorShape
 

@@ -3,8 +3,8 @@ whether it is stateful, and its gradient rule. No torch here: kernels live in en
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from engine import errors
 

@@ -169,18 +169,3 @@ def local_variables_initializer():
 def is_variable_initialized(variable):
     raise NotImplementedError("is_variable_initialized needs the IsVariableInitialized op, "
                               "which this engine does not have yet.")
-
-
-def convert_variable(value):
-    """For fetches: a Variable is fetched as its current value."""
-    return value._snapshot if isinstance(value, Variable) else value
-
-
-def _assert_float(var: Variable) -> None:
-    if not var.dtype.base_dtype.is_floating:
-        raise ValueError(f"Variable {var.name} has dtype {var.dtype.base_dtype.name}; only float "
-                         "variables can be trained.")
-
-
-__all__ = ["Variable", "GraphKeys", "global_variables", "trainable_variables",
-           "global_variables_initializer", "variables_initializer", "convert_to_tensor"]

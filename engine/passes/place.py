@@ -8,14 +8,18 @@ import re
 from dataclasses import dataclass, field
 
 from engine import errors
-from engine.devices import (Device, DeviceSpec, IncompatibleDevicesError, MalformedDeviceError,
-                            merge_colocation_specs, sort_by_preference)
+from engine.devices import (
+    Device,
+    DeviceSpec,
+    IncompatibleDevicesError,
+    MalformedDeviceError,
+    merge_colocation_specs,
+    sort_by_preference,
+)
 from engine.graph_def import GraphDef, NodeDef, parse_input
 from engine.kernels.registry import find_kernel, registered_kernels_text, supported_device_types
 from engine.ops.registry import get_op_def, is_registered
-from engine.record.schema import (COLOCATED, CONSUMERS, DEFAULT, EXPLICIT, PREASSIGNED,
-                                  SOFT_FALLBACK)
-
+from engine.record.schema import COLOCATED, CONSUMERS, DEFAULT, EXPLICIT, PREASSIGNED, SOFT_FALLBACK
 
 # The Python client of TF 1.12 rewrites these tags into plain node names.
 _NODE_TAG = re.compile(r"\{\{(?:colocation_)?node ([^}]+)\}\}")
@@ -323,8 +327,8 @@ def _explicit_error(n: NodeDef, group: _Group, devices: list[Device]):
         return _wrap(n, f"Could not satisfy explicit device specification '{n.device}{info}",
                      errors.InvalidArgumentError)
     return _wrap(n, f"Could not satisfy explicit device specification '{n.device}' because the "
-                    f"node {{{{colocation_node {n.name}}}}} was colocated with a group of nodes that "
-                    f"required incompatible device '{group.spec}'{info}",
+                    f"node {{{{colocation_node {n.name}}}}} was colocated with a group of nodes "
+                    f"that required incompatible device '{group.spec}'{info}",
                  errors.InvalidArgumentError)
 
 

@@ -61,7 +61,7 @@ def test_explicit_specs_are_honoured(g):
     with tf.device("/cpu:0"):
         a = tf.constant(1.0, name="a")
     with tf.device("/gpu:1"):
-        b = tf.identity(a, name="b")
+        tf.identity(a, name="b")
     p = placed(g)
     assert p.device_of("a") == CPU0 and p.decisions["a"].reason == EXPLICIT
     assert p.device_of("b") == GPU1 and p.decisions["b"].reason == EXPLICIT
@@ -87,7 +87,7 @@ def test_variable_is_colocated_with_assign_and_read(g):
 
 
 def test_colocated_group_without_spec_is_reported_as_colocated(g):
-    v = tf.Variable([1.0], name="v")
+    tf.Variable([1.0], name="v")
     p = placed(g)
     assert p.device_of("v") == p.device_of("v/read") == GPU0
     assert p.decisions["v/read"].reason == COLOCATED
