@@ -163,7 +163,7 @@ def reshape(tensor, shape, name: str | None = None):  # noqa: A002
     tensor = convert_to_tensor(tensor)
     g = graph_of(tensor, shape)
     with op_scope(g, name, "Reshape") as scope:
-        shape_t = convert_to_tensor(shape, dtype=None, name="shape")
+        shape_t = convert_to_tensor(shape, name="shape", preferred_dtype=dtypes.int32)
         if shape_t.dtype.base_dtype not in (dtypes.int32, dtypes.int64):
             raise TypeError(f"Value passed to parameter 'shape' of op 'Reshape' has DataType "
                             f"{shape_t.dtype.name} not in list of allowed values: int32, int64")

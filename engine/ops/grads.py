@@ -90,6 +90,19 @@ def _minimum_grad(op, grad):
     return _maximum_grad(op, grad, pick=M.less)
 
 
+def _pow_grad(op, grad):
+    """d(x^y)/dx = y x^(y-1); d(x^y)/dy = x^y log(x), taken as 0 where x <= 0 (as TF)."""
+    x, y = op.inputs
+    z = op.outputs[0]
+    one = A.constant(1, dtype=x.dtype.base_dtype)
+    gx = M.multiply(grad, M.multiply(y, M.pow(x, M.subtract(y, one))))
+    positive = A.cast(M.greater(x, A.zeros_like(x)), x.dtype.base_dtype)
+    tiny = A.constant(np.finfo(x.dtype.base_dtype.numpy_dtype).tiny, dtype=x.dtype.base_dtype)
+    log_x = M.multiply(M.log(M.maximum(x, tiny)), positive)
+    gy = M.multiply(grad, M.multiply(z, log_x))
+    return _unbroadcast(gx, gy, x, y)
+
+
 def _matmul_grad(op, grad):
     a, b = op.inputs
     ta, tb = op.attrs["transpose_a"], op.attrs["transpose_b"]
@@ -178,6 +191,12 @@ def _xent_grad(op, grad_loss, grad_backprop):
     logits = op.inputs[0]
     scale = A.expand_dims(grad_loss, -1)
     grad_logits = M.multiply(scale, op.outputs[1])
+    if grad_backprop.op.type != "ZerosLike":
+        # The backprop output (softmax - labels) reached the loss too: add its softmax-Jacobian
+        # term, as TF does; like TF, labels get no gradient through that output.
+        softmax = N.softmax(logits)
+        inner = M.reduce_sum(M.multiply(grad_backprop, softmax), -1, keepdims=True)
+        grad_logits = M.add(grad_logits, M.multiply(M.subtract(grad_backprop, inner), softmax))
     grad_labels = M.multiply(scale, M.negative(N.log_softmax(logits)))
     return grad_logits, grad_labels
 
@@ -229,6 +248,18 @@ def _mean_grad(op, grad):
     return M.divide(sum_grad, factor_t), None
 
 
+def _max_grad(op, grad):
+    """The gradient goes to the inputs equal to the maximum, split evenly among ties."""
+    x, y = op.inputs[0], op.outputs[0]
+    if not op.attrs["keep_dims"]:
+        for axis in _reduction_axes(op):
+            y = A.expand_dims(y, axis)
+            grad = A.expand_dims(grad, axis)
+    chosen = A.cast(M.equal(x, y), grad.dtype.base_dtype)
+    count = M.reduce_sum(chosen, _reduction_axes(op), keepdims=True)
+    return M.divide(M.multiply(chosen, grad), count), None
+
+
 def _broadcast_to_grad(op, grad):
     x = op.inputs[0]
     rx, _ = M.broadcast_gradient_args(A.shape(x), op.inputs[1])
@@ -242,19 +273,19 @@ def _fill_grad(op, grad):
 GRADIENTS = {
     "Add": _add_grad, "Sub": _sub_grad, "Mul": _mul_grad, "RealDiv": _real_div_grad,
     "SquaredDifference": _squared_difference_grad, "Maximum": _maximum_grad,
-    "Minimum": _minimum_grad, "MatMul": _matmul_grad, "AddN": _add_n_grad,
+    "Minimum": _minimum_grad, "Pow": _pow_grad, "MatMul": _matmul_grad, "AddN": _add_n_grad,
     "Identity": _identity_grad, "Neg": _neg_grad, "Square": _square_grad, "Abs": _abs_grad,
     "Exp": _exp_grad, "Log": _log_grad, "Sqrt": _sqrt_grad, "Reciprocal": _reciprocal_grad,
     "Sigmoid": _sigmoid_grad, "Tanh": _tanh_grad, "Relu": _relu_grad, "Softmax": _softmax_grad,
     "LogSoftmax": _log_softmax_grad, "SoftmaxCrossEntropyWithLogits": _xent_grad,
     "Reshape": _reshape_grad, "ExpandDims": _expand_dims_grad, "Cast": _cast_grad,
-    "Sum": _sum_grad, "Mean": _mean_grad, "BroadcastTo": _broadcast_to_grad,
+    "Sum": _sum_grad, "Mean": _mean_grad, "Max": _max_grad, "BroadcastTo": _broadcast_to_grad,
     "Fill": _fill_grad,
 }
 
 NOT_DIFFERENTIABLE = (
     "Const", "Placeholder", "Shape", "Size", "BroadcastGradientArgs", "ZerosLike", "OnesLike",
-    "StopGradient", "Equal", "Less", "Greater", "ArgMax", "NoOp", "Max", "Pow", "SigmoidGrad",
+    "StopGradient", "Equal", "Less", "Greater", "ArgMax", "NoOp", "SigmoidGrad",
     "TanhGrad", "ReluGrad", "VariableV2", "Assign", "AssignAdd", "AssignSub",
     "ApplyGradientDescent",
 )

@@ -172,7 +172,23 @@ def multiply(x, y, name=None):
 
 
 def divide(x, y, name=None):
+    """True division; integer inputs are cast to float64 first, as TF's truediv does."""
+    if _is_graph_value(x) or _is_graph_value(y):
+        tensor = x if _is_graph_value(x) else y
+        dtype = convert_to_tensor(tensor).dtype.base_dtype
+        if dtype.is_integer:
+            g = graph_of(x, y)
+            with op_scope(g, name, "truediv") as scope:
+                x, y = _convert_pair(x, y, "x", "y")
+                x, y = (_cast(t, dtypes.float64) for t in (x, y))
+                return g.create_op("RealDiv", [x, y], {"T": dtypes.float64},
+                                   name=scope).outputs[0]
     return _binary("RealDiv", x, y, name, "truediv")
+
+
+def _cast(t, dtype):
+    from engine.ops.array_ops import cast
+    return cast(t, dtype)
 
 
 def maximum(x, y, name=None):
