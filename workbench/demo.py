@@ -71,8 +71,8 @@ def build_mlp(learning_rate: float, hidden=(64, 32), seed: int = 0) -> MlpGraph:
         with tf.device("/gpu:1"), tf.name_scope("counter"):
             counter = tf.Variable(0, name="steps_seen")
             bump = tf.assign_add(counter, 1)
-        with tf.control_dependencies([bump]):
-            train_op = tf.train.GradientDescentOptimizer(learning_rate).minimize(loss)
+        minimize = tf.train.GradientDescentOptimizer(learning_rate).minimize(loss)
+        train_op = tf.group(minimize, bump, name="train")
         init = tf.global_variables_initializer()
     return MlpGraph(graph, x, y, loss, accuracy, train_op, counter, init,
                     {"layer1/weights": w1, "layer2/weights": w2, "logits/weights": w3})

@@ -1,0 +1,54 @@
+"""The real thing end to end: `workbench demo` trains the MLP on the engine and records it;
+the workbench opens that run, draws its graph, shows a clicked node in the inspector with
+the device the placer chose, shows the soft fallback, and draws the loss curves."""
+
+from __future__ import annotations
+
+import pytest
+from browser_helpers import click_node, open_page
+
+from engine.record import RunReader
+from workbench.app import create_app
+from workbench.demo import run_demo
+
+DEMO_STEPS = 30
+
+
+@pytest.fixture(scope="module")
+def demo_logdir(tmp_path_factory):
+    logdir = tmp_path_factory.mktemp("demo-runs")
+    paths = run_demo(str(logdir), steps=DEMO_STEPS, progress=False)
+    return logdir, [p.rsplit("/", 1)[-1] for p in paths]
+
+
+def test_demo_run_graph_inspector_and_loss_curve(dash_duo, demo_logdir):
+    logdir, runs = demo_logdir
+    run = runs[0]
+    placed = {p.node: p for p in RunReader(logdir / run).placements()}
+    assert placed["layer1/MatMul"].assigned.endswith("CPU:0")
+    assert placed["layer2/MatMul"].assigned.endswith("GPU:0")
+
+    dash_duo.start_server(create_app(logdir))
+    dash_duo.wait_for_element(f".runs-table a[href='/graph?run={run}']").click()
+    dash_duo.wait_for_element("#graph-dag-graph .scatterlayer .point")
+    dash_duo.wait_for_contains_text("#graph-dag-graph .legend", "Send/Recv cut")
+    dash_duo.wait_for_contains_text("#graph-dag-graph .legend", "GPU:1 (virtual)")
+    click_node(dash_duo, "layer2/MatMul")
+    dash_duo.wait_for_contains_text(".inspector-title", "layer2/MatMul")
+    dash_duo.wait_for_contains_text(".inspector-op", "MatMul")
+    dash_duo.wait_for_contains_text(".inspector", "GPU:0")
+    dash_duo.wait_for_contains_text(".inspector", "explicit")
+
+    open_page(dash_duo, f"/placement?run={run}")
+    dash_duo.wait_for_contains_text("#placement-log-pre",
+                                    "layer2/MatMul: (MatMul): /job:localhost/replica:0/task:0/"
+                                    "device:GPU:0")
+    dash_duo.wait_for_element("#placement-search-input").send_keys("steps_seen\n")
+    dash_duo.wait_for_contains_text("#placement-nodes-table", "counter/steps_seen")
+    dash_duo.wait_for_contains_text("#placement-nodes-table", "soft_fallback")
+
+    dash_duo.find_element("#app-nav-scalars-link").click()
+    dash_duo.wait_for_element("#scalars-curves-div .js-plotly-plot .scatterlayer .trace")
+    for name in runs:
+        dash_duo.wait_for_contains_text("#scalars-curves-div .legend", name)
+    assert dash_duo.get_logs() == []

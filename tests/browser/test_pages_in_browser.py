@@ -1,0 +1,79 @@
+"""Each page in headless Chromium: it loads, shows the recorded data, and leaves no errors
+in the browser console. Waits with wait_for_* only."""
+
+from __future__ import annotations
+
+from browser_helpers import click_node, node_point, open_page
+
+from engine.record import RunWriter
+from workbench.pages.runs import REFRESH_MS
+
+REFRESH_WAIT_S = 3 * REFRESH_MS / 1000
+
+
+def test_runs_page_lists_runs_and_the_unreadable_folder(workbench, recorded_runs):
+    workbench.wait_for_element(".runs-table")
+    for run in recorded_runs.runs:
+        workbench.wait_for_contains_text(".runs-table", run)
+    workbench.wait_for_contains_text(".runs-table", recorded_runs.unreadable)
+    workbench.wait_for_contains_text(".run-unreadable", "unreadable")
+    assert workbench.get_logs() == []
+
+
+def test_runs_page_picks_up_a_new_live_run(workbench, recorded_runs):
+    workbench.wait_for_element(".runs-table")
+    with RunWriter(recorded_runs.logdir, "late-run") as writer:
+        writer.scalar("loss", 1.0, 0)
+        writer.flush()
+        workbench.wait_for_contains_text(".run-running", "late-run", timeout=REFRESH_WAIT_S)
+    assert workbench.get_logs() == []
+
+
+def test_graph_page_draws_devices_cuts_and_collapses_scopes(workbench, recorded_runs):
+    open_page(workbench, f"/graph?run={recorded_runs.run}")
+    workbench.wait_for_element("#graph-dag-graph .scatterlayer .point")
+    workbench.wait_for_contains_text("#graph-dag-graph .legend", "Send/Recv cut")
+    workbench.wait_for_contains_text("#graph-dag-graph .legend", "GPU:1 (virtual)")
+    workbench.find_element("#graph-collapse-button").click()
+    workbench.wait_for_contains_text("#graph-summary-text", "7 of")
+    click_node(workbench, "layer1")
+    workbench.wait_for_contains_text("#graph-inspector-div", "layer1/")
+    workbench.wait_for_contains_text("#graph-summary-text", "9 of")
+    assert node_point(workbench, "layer1/MatMul") is not None
+    assert workbench.get_logs() == []
+
+
+def test_placement_page_filters_and_highlights_soft_fallbacks(workbench, recorded_runs):
+    open_page(workbench, f"/placement?run={recorded_runs.run}")
+    workbench.wait_for_contains_text("#placement-nodes-table", recorded_runs.soft_fallback_node)
+    workbench.wait_for_contains_text("#placement-log-pre", ": (MatMul): /job:localhost")
+    search = workbench.find_element("#placement-search-input")
+    search.send_keys("soft_placement\n")
+    workbench.wait_for_contains_text("#placement-count-text", "1 of")
+    workbench.wait_for_style_to_equal(
+        "#placement-nodes-table td[data-dash-column='reason']", "background-color",
+        "rgba(255, 241, 204, 1)")
+    assert workbench.get_logs() == []
+
+
+def test_scalars_page_overlays_the_runs(workbench, recorded_runs):
+    open_page(workbench, "/scalars")
+    workbench.wait_for_element("#scalars-curves-div .js-plotly-plot")
+    for run in recorded_runs.runs:
+        workbench.wait_for_contains_text("#scalars-curves-div .legend", run)
+    workbench.wait_for_contains_text("#scalars-curves-div .gtitle", "loss")
+    assert workbench.get_logs() == []
+
+
+def test_from_a_run_to_its_graph_inspector_then_to_its_loss(workbench, recorded_runs):
+    run = recorded_runs.run
+    workbench.wait_for_element(f".runs-table a[href='/graph?run={run}']").click()
+    workbench.wait_for_element("#graph-dag-graph .scatterlayer .point")
+    click_node(workbench, recorded_runs.node)
+    workbench.wait_for_contains_text(".inspector-title", recorded_runs.node)
+    workbench.wait_for_contains_text(".inspector-op", recorded_runs.node_op)
+    workbench.wait_for_contains_text(".inspector", recorded_runs.node_device)
+    workbench.find_element("#app-nav-scalars-link").click()
+    workbench.wait_for_element("#scalars-curves-div .js-plotly-plot .scatterlayer .trace")
+    workbench.wait_for_contains_text("#scalars-curves-div .legend", run)
+    assert workbench.get_logs() == []

@@ -1,0 +1,11 @@
+"""Fixtures for the viz tests."""
+
+from __future__ import annotations
+
+import pytest
+from viz_records import mlp_records
+
+
+@pytest.fixture
+def mlp():
+    return mlp_records()

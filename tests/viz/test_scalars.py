@@ -1,0 +1,66 @@
+"""Smoothing against a hand-computed debiased EMA, downsampling, and the curves figure."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from viz.scalars import downsample, downsample_indices, scalars_figure, smooth
+
+
+def test_smoothing_matches_the_debiased_ema_by_hand():
+    # w = 0.5: ema1 = 0.5*1 = 0.5 -> /0.5 = 1; ema2 = 0.25 + 1.5 = 1.75 -> /0.75 = 7/3;
+    # ema3 = 0.875 + 0.5 = 1.375 -> /0.875 = 11/7.
+    assert smooth([1.0, 3.0, 1.0], 0.5) == pytest.approx([1.0, 7 / 3, 11 / 7])
+
+
+def test_zero_weight_is_the_raw_series_and_constants_stay_flat():
+    assert smooth([3.0, 1.0, 2.0], 0.0) == pytest.approx([3.0, 1.0, 2.0])
+    assert list(smooth([2.0] * 5, 0.9)) == [2.0] * 5
+
+
+def test_non_finite_points_pass_through_without_poisoning_the_average():
+    out = smooth([1.0, np.nan, 3.0], 0.5)
+    assert np.isnan(out[1])
+    assert out[2] == pytest.approx(7 / 3)
+
+
+def test_weight_out_of_range_is_refused():
+    with pytest.raises(ValueError, match="smoothing"):
+        smooth([1.0], 1.0)
+
+
+def test_downsampling_keeps_first_last_min_and_max():
+    rng = np.random.default_rng(0)
+    values = rng.normal(size=100_000)
+    values[12_345] = 50.0
+    values[67_890] = -50.0
+    keep = downsample_indices(values, 2000)
+    assert len(keep) <= 2000
+    assert {0, 99_999, 12_345, 67_890} <= set(keep.tolist())
+    assert np.all(np.diff(keep) > 0)
+    steps, kept = downsample(np.arange(100_000) * 10, values, 2000)
+    assert steps[0] == 0 and steps[-1] == 999_990
+    assert kept.max() == 50.0 and kept.min() == -50.0
+
+
+def test_short_series_are_untouched():
+    assert downsample_indices([1.0, 2.0, 3.0]).tolist() == [0, 1, 2]
+
+
+def test_figure_has_one_bold_curve_per_run_and_faint_raw_curves():
+    series = {
+        "run_b": (np.arange(50), np.linspace(2.0, 0.1, 50)),
+        "run_a": (np.arange(50), np.linspace(3.0, 0.5, 50)),
+    }
+    figure = scalars_figure(series, "loss", smoothing=0.6)
+    bold = [t for t in figure.data if t.showlegend is not False]
+    assert [t.name for t in bold] == ["run_a", "run_b"]
+    assert all(t.line.width > 2 for t in bold)
+    faint = [t for t in figure.data if t.showlegend is False]
+    assert len(faint) == 2 and all("rgba" in t.line.color for t in faint)
+    assert bold[0].y[-1] != pytest.approx(0.5)
+    raw_only = scalars_figure(series, "loss", smoothing=0.0)
+    assert len(raw_only.data) == 2
+    assert raw_only.data[0].y[-1] == pytest.approx(0.5)
+    assert figure.layout.title.text == "loss"

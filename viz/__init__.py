@@ -1,0 +1,19 @@
+"""Pure functions from recorded data (engine.record.schema) to plotly figures and graph
+elements. Never imports dash or torch, so every picture can be tested without a browser."""
+
+from viz.colors import device_color, device_label, legend_entries
+from viz.edges import cut_edges, graph_edges
+from viz.graph_figure import graph_figure
+from viz.inspector import node_details
+from viz.layout import assign_layers, layered_layout
+from viz.message import message_figure
+from viz.placement import filter_placement_rows, placement_log_text, placement_rows
+from viz.scalars import downsample, scalars_figure, smooth
+from viz.scopes import GraphView, default_expansion, expand_level, scope_view
+
+__all__ = [
+    "GraphView", "assign_layers", "cut_edges", "default_expansion", "device_color",
+    "device_label", "downsample", "expand_level", "filter_placement_rows", "graph_edges",
+    "graph_figure", "layered_layout", "legend_entries", "message_figure", "node_details",
+    "placement_log_text", "placement_rows", "scalars_figure", "scope_view", "smooth",
+]

@@ -1,0 +1,104 @@
+"""Scalar curves: TensorBoard's debiased exponential smoothing, min/max-preserving
+downsampling of long series, and the figure with faint raw and bold smoothed curves."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+
+MAX_POINTS = 2000
+RUN_COLORS = (
+    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
+    "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf",
+)
+
+
+def smooth(values: Sequence[float], weight: float) -> np.ndarray:
+    """TensorBoard's smoothing: last = last*w + (1-w)*v, divided by 1 - w**n (n = finite
+    points so far) so early points are not pulled towards zero. Non-finite values pass
+    through without touching the average; a constant series comes back unchanged."""
+    if not 0.0 <= weight < 1.0:
+        raise ValueError(f"smoothing weight must be in [0, 1), got {weight}")
+    raw = np.asarray(values, dtype=np.float64)
+    finite = raw[np.isfinite(raw)]
+    if finite.size == 0 or np.all(finite == finite[0]):
+        return raw.copy()
+    out = np.empty_like(raw)
+    last, seen = 0.0, 0
+    for i, value in enumerate(raw):
+        if not np.isfinite(value):
+            out[i] = value
+            continue
+        last = last * weight + (1.0 - weight) * value
+        seen += 1
+        out[i] = last / (1.0 - weight**seen)
+    return out
+
+
+def downsample_indices(values: Sequence[float], max_points: int = MAX_POINTS) -> np.ndarray:
+    """Indices to keep: first, last, and the min and max of each of (max_points-2)/2 equal
+    buckets in between, so spikes survive and the result has at most max_points points."""
+    raw = np.asarray(values, dtype=np.float64)
+    count = raw.size
+    if count <= max_points:
+        return np.arange(count)
+    if max_points < 4:
+        raise ValueError("max_points must be at least 4 to keep first, last, min and max")
+    buckets = np.array_split(np.arange(1, count - 1), (max_points - 2) // 2)
+    keep = {0, count - 1}
+    for bucket in buckets:
+        chunk = raw[bucket]
+        if np.isfinite(chunk).any():
+            masked = np.where(np.isfinite(chunk), chunk, np.nan)
+            keep.update((bucket[np.nanargmin(masked)], bucket[np.nanargmax(masked)]))
+        else:
+            keep.add(bucket[0])
+    return np.array(sorted(keep))
+
+
+def downsample(steps: Sequence[float], values: Sequence[float],
+               max_points: int = MAX_POINTS) -> tuple[np.ndarray, np.ndarray]:
+    keep = downsample_indices(values, max_points)
+    return np.asarray(steps)[keep], np.asarray(values)[keep]
+
+
+def run_colors(runs: Sequence[str]) -> dict[str, str]:
+    """Colour by position in the sorted run list, so a run keeps its colour across tags."""
+    return {run: RUN_COLORS[i % len(RUN_COLORS)] for i, run in enumerate(sorted(runs))}
+
+
+def _faded(color: str, alpha: float) -> str:
+    red, green, blue = (int(color[i:i + 2], 16) for i in (1, 3, 5))
+    return f"rgba({red},{green},{blue},{alpha})"
+
+
+def scalars_figure(series_by_run: Mapping[str, tuple[Sequence[float], Sequence[float]]],
+                   tag: str, smoothing: float = 0.6, height: int = 420) -> go.Figure:
+    """One colour per run; raw curves faint (hidden from the legend), smoothed bold. With
+    smoothing 0 the raw curve is the bold one."""
+    colors = run_colors(list(series_by_run))
+    traces = []
+    for run, (steps, values) in sorted(series_by_run.items()):
+        keep = downsample_indices(values)
+        steps_kept = np.asarray(steps)[keep]
+        raw = np.asarray(values, dtype=np.float64)
+        if smoothing > 0:
+            traces.append(go.Scatter(
+                x=steps_kept, y=raw[keep], mode="lines", name=f"{run} (raw)",
+                legendgroup=run, showlegend=False, hoverinfo="skip",
+                line={"color": _faded(colors[run], 0.3), "width": 1}))
+        traces.append(go.Scatter(
+            x=steps_kept, y=smooth(raw, smoothing)[keep], mode="lines", name=run,
+            legendgroup=run, line={"color": colors[run], "width": 2.5},
+            hovertemplate=f"{run}<br>step %{{x}}<br>{tag} %{{y:.6g}}<extra></extra>"))
+    figure = go.Figure(data=traces)
+    figure.update_layout(
+        title={"text": tag, "x": 0.01}, height=height, hovermode="closest",
+        margin={"l": 50, "r": 10, "t": 40, "b": 40}, plot_bgcolor="white",
+        xaxis={"title": {"text": "step"}, "gridcolor": "#eee"},
+        yaxis={"gridcolor": "#eee"},
+        legend={"orientation": "h", "y": -0.2},
+    )
+    return figure

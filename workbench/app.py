@@ -1,0 +1,46 @@
+"""create_app(logdir): the Dash application. Pages are registered explicitly, in nav order,
+and each page registers its own callbacks on this app (so several apps can live in one
+process, as the browser tests need)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import dash
+from dash import dcc, html
+
+from workbench import data
+from workbench.pages import graph, placement, runs, scalars
+
+PAGES = (runs, graph, placement, scalars)
+ASSETS = Path(__file__).resolve().parent.parent / "assets"
+TITLE = "Workbench"
+NAV_ID = "app-nav-div"
+
+
+def _shell(logdir: str) -> html.Div:
+    links = [dcc.Link(page.NAME, href=page.PATH, className="nav-link",
+                      id=f"app-nav-{page.NAME.lower()}-link") for page in PAGES]
+    return html.Div(className="app", children=[
+        html.Header(className="app-header", children=[
+            html.Span(TITLE, className="app-title"),
+            html.Nav(links, id=NAV_ID, className="nav"),
+            html.Span(f"logdir: {logdir}", className="app-logdir"),
+        ]),
+        html.Main(dash.page_container, className="app-main"),
+    ])
+
+
+def create_app(logdir: str | os.PathLike) -> dash.Dash:
+    """The workbench for the runs in `logdir`; serve it with app.run(host, port)."""
+    data.set_logdir(logdir)
+    app = dash.Dash(
+        __name__, use_pages=True, pages_folder="", assets_folder=str(ASSETS),
+        title=TITLE, suppress_callback_exceptions=True, update_title=None)
+    for order, page in enumerate(PAGES):
+        dash.register_page(page.__name__, path=page.PATH, name=page.NAME, title=f"{page.NAME} · "
+                           f"{TITLE}", order=order, layout=page.layout)
+        page.register_callbacks(app)
+    app.layout = _shell(str(logdir))
+    return app

@@ -1,0 +1,82 @@
+"""The `workbench` command: `serve` a log directory, or record the `demo` runs and serve
+them. Binds 127.0.0.1 unless --host says otherwise."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8050
+
+
+def _add_server_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--host", default=DEFAULT_HOST,
+                        help=f"address to bind (default {DEFAULT_HOST}; 0.0.0.0 exposes it)")
+    parser.add_argument("--port", type=int, default=DEFAULT_PORT,
+                        help=f"port (default {DEFAULT_PORT})")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="workbench", description="See what the engine "
+                                     "recorded: graphs, placement, scalars.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    serve = commands.add_parser("serve", help="serve the runs in a log directory")
+    serve.add_argument("--logdir", required=True, help="folder holding one folder per run")
+    _add_server_options(serve)
+    demo = commands.add_parser("demo", help="record the demo runs, then serve them")
+    demo.add_argument("--logdir", default="runs", help="where to record (default: runs)")
+    demo.add_argument("--steps", type=int, help="training steps per run (default: the demo's)")
+    demo.add_argument("--no-serve", action="store_true", help="record only; do not serve")
+    _add_server_options(demo)
+    return parser
+
+
+def prepare_logdir(logdir: Path) -> str:
+    """Creates the folder when absent; returns a line describing what is there."""
+    if logdir.exists() and not logdir.is_dir():
+        raise NotADirectoryError(f"--logdir {logdir} exists and is not a folder")
+    if not logdir.exists():
+        logdir.mkdir(parents=True)
+        return f"Created {logdir}; it is empty until a run is recorded there."
+    count = sum(1 for child in logdir.iterdir() if child.is_dir())
+    return f"{logdir}: {count} run folder(s)" if count else f"{logdir} is empty (no runs yet)."
+
+
+def url(host: str, port: int) -> str:
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{port}/"
+
+
+def serve(logdir: Path, host: str, port: int) -> int:
+    try:
+        print(prepare_logdir(logdir), flush=True)
+    except OSError as exc:
+        print(f"workbench: error: {exc}", file=sys.stderr)
+        return 2
+    from workbench.app import create_app  # dash is imported only when serving
+
+    app = create_app(logdir)
+    print(f"Workbench: {url(host, port)}", flush=True)
+    app.run(host=host, port=port, debug=False)
+    return 0
+
+
+def demo(args: argparse.Namespace) -> int:
+    from workbench.demo import run_demo
+
+    options = {} if args.steps is None else {"steps": args.steps}
+    paths = run_demo(logdir=args.logdir, progress=True, **options)
+    print(f"Recorded {len(paths)} run(s) in {args.logdir}", flush=True)
+    if args.no_serve:
+        return 0
+    return serve(Path(args.logdir), args.host, args.port)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.command == "serve":
+        return serve(Path(args.logdir), args.host, args.port)
+    return demo(args)

@@ -1,0 +1,146 @@
+"""Graph page (`/graph`): the recorded graph as a layered DAG coloured by assigned device,
+Send/Recv cut edges marked, name scopes collapsible, and an inspector for the clicked node."""
+
+from __future__ import annotations
+
+import zlib
+
+import dash
+from dash import Input, Output, State, dcc, html, no_update
+from plotly.graph_objects import Figure
+
+from viz.graph_figure import graph_figure
+from viz.inspector import node_details
+from viz.message import message_figure
+from viz.scopes import SCOPE, expand_level
+from workbench import data
+from workbench.pages.common import choose_run, labelled, loading, page_header, run_options
+from workbench.pages.graph_inspector import INSPECTOR_HINT, inspector_panel
+
+PATH = "/graph"
+NAME = "Graph"
+
+RUN_DROPDOWN = "graph-run-dropdown"
+QUERY_STORE = "graph-query-store"
+EXPANDED_STORE = "graph-expanded-store"
+SELECTED_STORE = "graph-selected-store"
+COLLAPSE_BUTTON = "graph-collapse-button"
+EXPAND_BUTTON = "graph-expand-button"
+DAG_GRAPH = "graph-dag-graph"
+DAG_LOADING = "graph-dag-loading"
+SUMMARY_TEXT = "graph-summary-text"
+INSPECTOR_DIV = "graph-inspector-div"
+INSPECTOR_LOADING = "graph-inspector-loading"
+
+
+def layout(run: str | None = None, **_query) -> html.Div:
+    return html.Div([
+        page_header("Graph", "Data flows from the top down. Nodes are coloured by the device "
+                             "they ran on; dashed red edges cross devices (a Send/Recv pair)."),
+        dcc.Store(id=QUERY_STORE, data=run),
+        dcc.Store(id=EXPANDED_STORE),
+        dcc.Store(id=SELECTED_STORE, data=""),
+        html.Div(className="controls", children=[
+            labelled("Run", dcc.Dropdown(id=RUN_DROPDOWN, clearable=False)),
+            html.Button("Collapse all", id=COLLAPSE_BUTTON, className="button"),
+            html.Button("Expand a level", id=EXPAND_BUTTON, className="button"),
+            html.Span(id=SUMMARY_TEXT, className="muted"),
+        ]),
+        html.Div(className="graph-layout", children=[
+            html.Div(className="graph-canvas", children=loading(DAG_LOADING, dcc.Graph(
+                id=DAG_GRAPH, figure=message_figure("Loading graph…"),
+                config={"scrollZoom": True, "displaylogo": False,
+                        "modeBarButtonsToRemove": ["lasso2d", "select2d", "autoScale2d"]}))),
+            html.Div(className="graph-inspector", children=loading(
+                INSPECTOR_LOADING, html.Div(id=INSPECTOR_DIV, children=INSPECTOR_HINT))),
+        ]),
+    ])
+
+
+def run_choice(requested: str | None) -> tuple[list[dict], str | None]:
+    names = data.readable_run_names()
+    return run_options(names), choose_run(names, requested)
+
+
+def clicked(click: dict | None) -> tuple[str, str] | None:
+    """(name, kind) of the clicked node; None when the click was not on a node."""
+    points = (click or {}).get("points") or []
+    custom = points[0].get("customdata") if points else None
+    if not custom or len(custom) != 2:
+        return None
+    return str(custom[0]), str(custom[1])
+
+
+def next_expanded(trigger: str | None, run: str | None, click: dict | None,
+                  current: list[str] | None) -> list[str]:
+    """The expanded scopes after `trigger`: a new run gets its default, the buttons collapse
+    all or open one more level, a click on a collapsed scope opens that scope."""
+    if not run:
+        return []
+    if trigger == COLLAPSE_BUTTON:
+        return []
+    if trigger == EXPAND_BUTTON and current is not None:
+        graph = data.graph(run)
+        return sorted(expand_level(graph, current)) if graph else []
+    if trigger == DAG_GRAPH and current is not None:
+        target = clicked(click)
+        if target is None or target[1] != SCOPE:
+            return no_update
+        return sorted(set(current) | {target[0]})
+    return sorted(data.default_expanded(run))
+
+
+def update_expanded(run, _collapse, _expand, click, current):
+    return next_expanded(dash.ctx.triggered_id, run, click, current)
+
+
+def dag_figure(run: str | None, expanded: list[str] | None, selected: str) -> tuple[Figure, str]:
+    if not run:
+        return message_figure("No readable run in the log directory."), ""
+    graph = data.graph(run)
+    if graph is None:
+        return message_figure(f"Run {run} recorded no graph."), ""
+    view, positions = data.graph_view(run, frozenset(expanded or ()))
+    figure = graph_figure(view, positions, data.devices(run), selected=selected or "")
+    # Same run and scopes -> same revision, so selecting a node keeps the user's zoom.
+    figure.update_layout(uirevision=f"{run}:{zlib.crc32(' '.join(sorted(view.expanded)).encode())}")
+    cuts = sum(edge.cut for edge in view.edges)
+    summary = (f"graph version {graph.version}: {len(view.nodes)} of {len(graph.nodes)} nodes "
+               f"shown, {cuts} cross-device edges")
+    return figure, summary
+
+
+def inspect(trigger: str | None, click: dict | None, run: str | None):
+    """(inspector children, selected node) for a click; a new run clears both."""
+    target = clicked(click) if trigger == DAG_GRAPH else None
+    if not run or target is None:
+        return INSPECTOR_HINT, ""
+    name, kind = target
+    graph = data.graph(run)
+    if graph is None:
+        return INSPECTOR_HINT, ""
+    try:
+        details = node_details(graph, data.placements(run, graph.version), name,
+                               as_scope=kind == SCOPE)
+    except KeyError as exc:
+        return html.P(str(exc), className="message"), ""
+    return inspector_panel(details), name if kind != SCOPE else ""
+
+
+def update_inspector(click, run):
+    return inspect(dash.ctx.triggered_id, click, run)
+
+
+def register_callbacks(app: dash.Dash) -> None:
+    app.callback(Output(RUN_DROPDOWN, "options"), Output(RUN_DROPDOWN, "value"),
+                 Input(QUERY_STORE, "data"))(run_choice)
+    app.callback(Output(EXPANDED_STORE, "data"),
+                 Input(RUN_DROPDOWN, "value"), Input(COLLAPSE_BUTTON, "n_clicks"),
+                 Input(EXPAND_BUTTON, "n_clicks"), Input(DAG_GRAPH, "clickData"),
+                 State(EXPANDED_STORE, "data"))(update_expanded)
+    app.callback(Output(INSPECTOR_DIV, "children"), Output(SELECTED_STORE, "data"),
+                 Input(DAG_GRAPH, "clickData"), Input(RUN_DROPDOWN, "value"),
+                 prevent_initial_call=True)(update_inspector)
+    app.callback(Output(DAG_GRAPH, "figure"), Output(SUMMARY_TEXT, "children"),
+                 Input(RUN_DROPDOWN, "value"), Input(EXPANDED_STORE, "data"),
+                 Input(SELECTED_STORE, "data"))(dag_figure)

@@ -1,0 +1,100 @@
+"""Placement page (`/placement`): where each node ran and why, as TensorFlow's
+log_device_placement lines and as a filterable, sortable table; soft fallbacks stand out."""
+
+from __future__ import annotations
+
+import dash
+from dash import Input, Output, dash_table, dcc, html
+
+from engine.record.schema import PLACEMENT_REASONS, SOFT_FALLBACK
+from viz.colors import device_label
+from viz.placement import COLUMNS, filter_placement_rows, placement_log_text, placement_rows
+from workbench import data
+from workbench.pages.common import choose_run, labelled, loading, page_header, run_options
+
+PATH = "/placement"
+NAME = "Placement"
+
+RUN_DROPDOWN = "placement-run-dropdown"
+QUERY_STORE = "placement-query-store"
+SEARCH_INPUT = "placement-search-input"
+REASON_DROPDOWN = "placement-reason-dropdown"
+DEVICE_DROPDOWN = "placement-device-dropdown"
+COUNT_TEXT = "placement-count-text"
+LOG_PRE = "placement-log-pre"
+TABLE = "placement-nodes-table"
+TABLE_LOADING = "placement-table-loading"
+LOG_LOADING = "placement-log-loading"
+
+SOFT_FALLBACK_STYLE = {"if": {"filter_query": f'{{reason}} = "{SOFT_FALLBACK}"'},
+                       "backgroundColor": "#fff1cc", "fontWeight": "600"}
+
+
+def _table() -> dash_table.DataTable:
+    return dash_table.DataTable(
+        id=TABLE, columns=[{"name": column, "id": column} for column in COLUMNS],
+        data=[], sort_action="native", filter_action="native", page_size=25,
+        style_table={"overflowX": "auto"},
+        style_cell={"fontFamily": "var(--mono)", "fontSize": "12px", "textAlign": "left",
+                    "maxWidth": "420px", "whiteSpace": "normal"},
+        style_header={"fontWeight": "700", "backgroundColor": "#f3f4f6"},
+        style_data_conditional=[SOFT_FALLBACK_STYLE])
+
+
+def layout(run: str | None = None, **_query) -> html.Div:
+    return html.Div([
+        page_header("Placement", "Each node's requested and assigned device and the rule that "
+                                 "decided; soft-placement fallbacks are highlighted."),
+        dcc.Store(id=QUERY_STORE, data=run),
+        html.Div(className="controls", children=[
+            labelled("Run", dcc.Dropdown(id=RUN_DROPDOWN, clearable=False)),
+            labelled("Search", dcc.Input(id=SEARCH_INPUT, type="text", debounce=True,
+                                         placeholder="node, op or detail")),
+            labelled("Reason", dcc.Dropdown(id=REASON_DROPDOWN, multi=True,
+                                            options=list(PLACEMENT_REASONS))),
+            labelled("Assigned device", dcc.Dropdown(id=DEVICE_DROPDOWN, multi=True)),
+            html.Span(id=COUNT_TEXT, className="muted"),
+        ]),
+        loading(TABLE_LOADING, _table()),
+        html.H4("log_device_placement"),
+        loading(LOG_LOADING, html.Pre(id=LOG_PRE, className="placement-log")),
+    ])
+
+
+def run_choice(requested: str | None) -> tuple[list[dict], str | None]:
+    names = data.readable_run_names()
+    return run_options(names), choose_run(names, requested)
+
+
+def device_options(run: str | None) -> list[dict]:
+    if not run:
+        return []
+    assigned = sorted({record.assigned for record in data.placements(run)})
+    return [{"label": device_label(name), "value": name} for name in assigned]
+
+
+def placement_content(run: str | None, text: str | None, reasons: list[str] | None,
+                      devices: list[str] | None) -> tuple[list[dict], str, str]:
+    """(table rows, log text, count line) for the chosen run and filters."""
+    if not run:
+        return [], "", "No readable run in the log directory."
+    records = data.placements(run)
+    rows = filter_placement_rows(placement_rows(records), text or "", reasons or (),
+                                 devices or ())
+    shown = {row["node"] for row in rows}
+    log = placement_log_text(record for record in records if record.node in shown)
+    fallbacks = sum(1 for row in rows if row["soft_fallback"])
+    plural = "" if fallbacks == 1 else "s"
+    count = f"{len(rows)} of {len(records)} nodes, {fallbacks} soft fallback{plural}"
+    return rows, log or "(no placements match)", count
+
+
+def register_callbacks(app: dash.Dash) -> None:
+    app.callback(Output(RUN_DROPDOWN, "options"), Output(RUN_DROPDOWN, "value"),
+                 Input(QUERY_STORE, "data"))(run_choice)
+    app.callback(Output(DEVICE_DROPDOWN, "options"), Input(RUN_DROPDOWN, "value"))(
+        device_options)
+    app.callback(Output(TABLE, "data"), Output(LOG_PRE, "children"), Output(COUNT_TEXT, "children"),
+                 Input(RUN_DROPDOWN, "value"), Input(SEARCH_INPUT, "value"),
+                 Input(REASON_DROPDOWN, "value"), Input(DEVICE_DROPDOWN, "value"))(
+        placement_content)
