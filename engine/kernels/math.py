@@ -82,47 +82,41 @@ def _axes(axes: torch.Tensor) -> tuple[int, ...]:
     return tuple(axes.reshape(-1).tolist())
 
 
-@kernel("Sum", CPU={"T": CPU_NUMERIC, "Tidx": INDEX_TYPES},
-        GPU={"T": GPU_REAL, "Tidx": INDEX_TYPES}, host_memory=("reduction_indices",))
-def reduce_sum(node, ctx):
-    keep = node.attr.get("keep_dims", False)
+def _reduction(reduce):
+    """A kernel factory for Sum/Mean/Max: `reduce(x, dims, keepdim)`, with TF's meaning of an
+    empty axis list (reduce nothing), where torch would reduce every axis."""
+    def factory(node, ctx):
+        keep = node.attr.get("keep_dims", False)
 
-    def run(x, axes):
-        dims = _axes(axes)
-        if not dims:  # torch.sum(dim=()) would reduce everything; TF reduces nothing.
-            return x
-        return torch.sum(x, dim=dims, keepdim=keep, dtype=x.dtype)
-    return run
-
-
-@kernel("Mean", CPU={"T": CPU_NUMERIC, "Tidx": INDEX_TYPES},
-        GPU={"T": GPU_REAL, "Tidx": INDEX_TYPES}, host_memory=("reduction_indices",))
-def reduce_mean(node, ctx):
-    keep = node.attr.get("keep_dims", False)
-
-    def run(x, axes):
-        dims = _axes(axes)
-        if not dims:
-            return x
-        if x.is_floating_point() or x.is_complex():
-            return torch.mean(x, dim=dims, keepdim=keep)
-        count = 1
-        for d in dims:
-            count *= x.shape[d]
-        total = torch.sum(x, dim=dims, keepdim=keep, dtype=torch.int64)
-        return torch.div(total, count, rounding_mode="trunc").to(x.dtype)
-    return run
+        def run(x, axes):
+            dims = _axes(axes)
+            return reduce(x, dims, keep) if dims else x
+        return run
+    return factory
 
 
-@kernel("Max", CPU={"T": CPU_REAL, "Tidx": INDEX_TYPES},
-        GPU={"T": GPU_REAL, "Tidx": INDEX_TYPES}, host_memory=("reduction_indices",))
-def reduce_max(node, ctx):
-    keep = node.attr.get("keep_dims", False)
+def _sum(x, dims, keep):
+    return torch.sum(x, dim=dims, keepdim=keep, dtype=x.dtype)
 
-    def run(x, axes):
-        dims = _axes(axes)
-        return torch.amax(x, dim=dims, keepdim=keep) if dims else x
-    return run
+
+def _mean(x, dims, keep):
+    if x.is_floating_point() or x.is_complex():
+        return torch.mean(x, dim=dims, keepdim=keep)
+    count = 1
+    for d in dims:
+        count *= x.shape[d]
+    total = torch.sum(x, dim=dims, keepdim=keep, dtype=torch.int64)
+    return torch.div(total, count, rounding_mode="trunc").to(x.dtype)   # TF truncates
+
+
+def _max(x, dims, keep):
+    return torch.amax(x, dim=dims, keepdim=keep)
+
+
+for _op, _reduce, _cpu in (("Sum", _sum, CPU_NUMERIC), ("Mean", _mean, CPU_NUMERIC),
+                           ("Max", _max, CPU_REAL)):
+    kernel(_op, CPU={"T": _cpu, "Tidx": INDEX_TYPES}, GPU={"T": GPU_REAL, "Tidx": INDEX_TYPES},
+           host_memory=("reduction_indices",))(_reduction(_reduce))
 
 
 @kernel("ArgMax", CPU={"T": CPU_REAL}, GPU={"T": GPU_REAL}, host_memory=("dimension",))

@@ -158,22 +158,22 @@ def _reciprocal_grad(op, grad):
     return [M.negative(M.multiply(grad, M.multiply(y, y)))]
 
 
+def _fused(op_type: str, first, second):
+    """The fused gradient kernels TF uses (SigmoidGrad, TanhGrad, ReluGrad)."""
+    return first.graph.create_op(op_type, [first, second], {"T": first.dtype.base_dtype},
+                                 name=op_type).outputs[0]
+
+
 def _sigmoid_grad(op, grad):
-    y = op.outputs[0]
-    return [y.graph.create_op("SigmoidGrad", [y, grad], {"T": y.dtype.base_dtype},
-                              name="SigmoidGrad").outputs[0]]
+    return [_fused("SigmoidGrad", op.outputs[0], grad)]
 
 
 def _tanh_grad(op, grad):
-    y = op.outputs[0]
-    return [y.graph.create_op("TanhGrad", [y, grad], {"T": y.dtype.base_dtype},
-                              name="TanhGrad").outputs[0]]
+    return [_fused("TanhGrad", op.outputs[0], grad)]
 
 
 def _relu_grad(op, grad):
-    y = op.outputs[0]
-    return [y.graph.create_op("ReluGrad", [grad, y], {"T": y.dtype.base_dtype},
-                              name="ReluGrad").outputs[0]]
+    return [_fused("ReluGrad", grad, op.outputs[0])]
 
 
 def _softmax_grad(op, grad):
