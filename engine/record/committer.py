@@ -1,0 +1,263 @@
+"""The run writer's background thread: owns the write connection, turns queued records
+into rows, and commits them in batches at step boundaries, on flush() and every
+flush_secs. RunWriter (writer.py) only validates and enqueues."""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from pathlib import Path
+
+from engine.record import store
+from engine.record.schema import (
+    DATABASE_NAME,
+    FINISHED,
+)
+
+MAX_BATCH_ROWS = 50_000   # a backlog is committed in slices so one transaction stays bounded
+FIRST_SEQ = 2             # seq 1 is the "run started" event written with the database
+
+# Queue opcodes: the first element of every queued tuple.
+(OP_SCALAR, OP_HISTOGRAM, OP_TEXT, OP_CONFIG, OP_DEVICES, OP_GRAPH, OP_PLACEMENTS, OP_PLAN, OP_STEP,
+ OP_EXCEPTION, OP_FLUSH, OP_CLOSE) = range(12)
+
+
+def wait_for(done: threading.Event, thread: threading.Thread, timeout: float | None) -> None:
+    """Waits for the background thread to signal, giving up if it died."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while not done.wait(0.05):
+        if not thread.is_alive():
+            return
+        if deadline is not None and time.monotonic() > deadline:
+            return
+
+
+def shut_down(items: queue.SimpleQueue, thread: Committer, timeout: float | None) -> None:
+    if not thread.is_alive():
+        return
+    done = threading.Event()
+    items.put((OP_CLOSE, done))
+    if threading.current_thread() is not thread:
+        wait_for(done, thread, timeout)
+
+
+class Committer(threading.Thread):
+    """Owns the write connection. Rows wait in memory until a commit point: a step record,
+    a summary step larger than any before (the previous step is complete), flush(), or
+    flush_secs since the last commit. Commit points are honoured once the queue is drained
+    (or the batch is large), so a backlog costs one transaction, not one per step."""
+
+    def __init__(self, run_dir: Path, items: queue.SimpleQueue, flush_secs: float) -> None:
+        super().__init__(name=f"RunWriter {run_dir.name}", daemon=True)
+        self.run_dir = run_dir
+        self.items = items
+        # Pending rows wait at most flush_secs, and never so long that the heartbeat goes stale.
+        self.commit_secs = min(flush_secs, store.HEARTBEAT_SECS)
+        self.conn = store.connect_for_writing(run_dir / DATABASE_NAME)
+        self.error: BaseException | None = None
+        self.stopped = False
+        self._error_lock = threading.Lock()
+        self._seq = FIRST_SEQ
+        self._tag_ids: dict[tuple[str, str], int] = {}
+        self._new_tags: list[tuple[int, str, str]] = []
+        self._pending: dict[str, list[tuple]] = {table: [] for table in store.TABLES}
+        self._sql = {table: store.insert_sql(table) for table in store.TABLES}
+        self._pending_rows = 0
+        self._meta: dict[str, str] = {}   # key -> JSON, upserted with the next commit
+        self._commit_due = False
+        self._last_commit = time.monotonic()
+        self._max_summary_step: int | None = None
+        self._last_step: int | None = None
+        self._handlers = {
+            OP_SCALAR: self._scalar, OP_HISTOGRAM: self._histogram, OP_TEXT: self._text,
+            OP_CONFIG: self._config, OP_DEVICES: self._devices, OP_GRAPH: self._graph,
+            OP_PLACEMENTS: self._placements, OP_PLAN: self._plan, OP_STEP: self._step,
+            OP_EXCEPTION: self._exception,
+        }
+
+    def take_error(self) -> BaseException | None:
+        if self.error is None:
+            return None
+        with self._error_lock:
+            error, self.error = self.error, None
+        return error
+
+    def run(self) -> None:
+        try:
+            self._loop()
+        except BaseException as exc:  # noqa: BLE001 -- it must reach the user's next call
+            self._fail(exc)
+        finally:
+            self.stopped = True
+            self.conn.close()
+
+    def _fail(self, exc: BaseException) -> None:
+        with self._error_lock:
+            if self.error is None:
+                self.error = exc
+
+    def _loop(self) -> None:
+        while True:
+            period = self.commit_secs if self._pending_rows else store.HEARTBEAT_SECS
+            timeout = self._last_commit + period - time.monotonic()
+            try:
+                item = self.items.get(timeout=max(timeout, 0.0))
+            except queue.Empty:
+                self._commit()
+                continue
+            opcode = item[0]
+            if opcode == OP_FLUSH:
+                self._commit()
+                item[1].set()
+                continue
+            if opcode == OP_CLOSE:
+                try:
+                    self._finish()
+                finally:
+                    # close() returns only once the database file is released.
+                    self.conn.close()
+                    item[1].set()
+                return
+            try:
+                self._handlers[opcode](item)
+            except Exception as exc:  # noqa: BLE001 -- one bad record must not stop the run
+                self._fail(exc)
+            if self._pending_rows and (
+                    (self._commit_due
+                     and (self.items.empty() or self._pending_rows >= MAX_BATCH_ROWS))
+                    or time.monotonic() - self._last_commit >= self.commit_secs):
+                self._commit()
+
+    def _commit(self) -> None:
+        self._meta["updated"] = store.to_json(time.time())
+        self._meta["last_step"] = store.to_json(self._last_step)
+        try:
+            self.conn.execute("BEGIN")
+            if self._new_tags:
+                self.conn.executemany(store.TAG_INSERT, self._new_tags)
+            for table, rows in self._pending.items():
+                if rows:
+                    self.conn.executemany(self._sql[table], rows)
+            self.conn.executemany(store.META_UPSERT, self._meta.items())
+            self.conn.execute("COMMIT")
+            self._new_tags.clear()
+            self._meta.clear()
+        except Exception as exc:  # noqa: BLE001 -- reported on the user's next call
+            self._rollback()
+            self._fail(exc)
+        finally:
+            for rows in self._pending.values():
+                rows.clear()
+            self._pending_rows = 0
+            self._commit_due = False
+            self._last_commit = time.monotonic()
+
+    def _rollback(self) -> None:
+        if self.conn.in_transaction:
+            self.conn.execute("ROLLBACK")
+
+    def _finish(self) -> None:
+        detail = "run finished"
+        exception = self._meta.get("exception")
+        if exception is not None:
+            detail += " with an exception: " + store.from_json(exception)
+        self._add({"run_events": [(self._next_seq(), time.time(), "run", detail)]})
+        self._meta["status"] = store.to_json(FINISHED)
+        self._meta["finished"] = store.to_json(time.time())
+        self._commit()
+        # Fold the WAL back into the database so a finished run is one self-contained file.
+        self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    def _next_seq(self) -> int:
+        seq = self._seq
+        self._seq += 1
+        return seq
+
+    def _add(self, rows_by_table: dict[str, list[tuple]]) -> None:
+        """Rows of one record become pending together (or not at all, if encoding failed)."""
+        for table, rows in rows_by_table.items():
+            self._pending[table].extend(rows)
+            self._pending_rows += len(rows)
+
+    def _tag_id(self, kind: str, tag: str) -> int:
+        key = (kind, tag)
+        tag_id = self._tag_ids.get(key)
+        if tag_id is None:
+            tag_id = self._tag_ids[key] = len(self._tag_ids) + 1
+            self._new_tags.append((tag_id, kind, tag))
+        return tag_id
+
+    def _note_summary_step(self, step: int) -> None:
+        if self._max_summary_step is None or step > self._max_summary_step:
+            if self._max_summary_step is not None:
+                self._commit_due = True
+            self._max_summary_step = step
+        self._note_step(step)
+
+    def _note_step(self, step: int) -> None:
+        if self._last_step is None or step > self._last_step:
+            self._last_step = step
+
+    def _scalar(self, item: tuple) -> None:
+        # The hot path (one call per logged scalar), so the helpers are inlined.
+        _, wall_time, tag, step, value = item
+        top = self._max_summary_step
+        if top is None or step > top:
+            self._note_summary_step(step)
+        tag_id = self._tag_ids.get((store.SCALAR, tag)) or self._tag_id(store.SCALAR, tag)
+        seq = self._seq
+        self._seq = seq + 1
+        self._pending["scalars"].append((seq, wall_time, tag_id, step, value))
+        self._pending_rows += 1
+
+    def _histogram(self, item: tuple) -> None:
+        _, wall_time, tag, step, values, bins = item
+        row = store.histogram_row(self.run_dir, self._next_seq(), wall_time,
+                                  self._tag_id(store.HISTOGRAM, tag), step, values, bins)
+        self._note_summary_step(step)
+        self._add({"histograms": [row]})
+
+    def _text(self, item: tuple) -> None:
+        _, wall_time, tag, step, text = item
+        row = store.text_row(self.run_dir, self._next_seq(), wall_time,
+                             self._tag_id(store.TEXT, tag), step, text)
+        self._note_summary_step(step)
+        self._add({"texts": [row]})
+
+    def _config(self, item: tuple) -> None:
+        _, wall_time, keys, merged = item
+        self._meta["config"] = merged
+        detail = "config updated: " + ", ".join(keys)
+        self._add({"run_events": [(self._next_seq(), wall_time, "run", detail)]})
+        self._commit_due = True
+
+    def _exception(self, item: tuple) -> None:
+        self._meta["exception"] = store.to_json(item[1])
+
+    def _devices(self, item: tuple) -> None:
+        _, wall_time, records = item
+        self._add(store.device_rows(self._next_seq, wall_time, records))
+        self._commit_due = True
+
+    def _graph(self, item: tuple) -> None:
+        _, wall_time, record = item
+        self._add(store.graph_rows(self.run_dir, self._next_seq, wall_time, record))
+        self._commit_due = True
+
+    def _placements(self, item: tuple) -> None:
+        _, wall_time, records = item
+        self._add(store.placement_rows(self._next_seq, wall_time, records))
+        self._commit_due = True
+
+    def _plan(self, item: tuple) -> None:
+        _, wall_time, record, partitions, cut_edges = item
+        self._add(store.plan_rows(self.run_dir, self._next_seq, wall_time, record, partitions,
+                                  cut_edges))
+        self._commit_due = True
+
+    def _step(self, item: tuple) -> None:
+        _, wall_time, record, op_stats, transfers = item
+        self._add(store.step_rows(self._next_seq, wall_time, record, op_stats, transfers))
+        self._note_step(record.step)
+        self._commit_due = True
