@@ -14,7 +14,7 @@ DEFAULT_PORT = 8050
 
 def _add_server_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", default=DEFAULT_HOST,
-                        help=f"address to bind (default {DEFAULT_HOST}; 0.0.0.0 exposes it)")
+                        help=f"address to bind (default {DEFAULT_HOST}: this machine only)")
     parser.add_argument("--port", type=int, default=DEFAULT_PORT,
                         help=f"port (default {DEFAULT_PORT})")
 
