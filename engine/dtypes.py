@@ -141,8 +141,3 @@ def as_dtype(value) -> DType:
             pass
     raise TypeError(f"Cannot convert value {value!r} to a dtype; known dtypes: "
                     f"{', '.join(sorted(_BY_NAME))}")
-
-
-def from_numpy_value(array: np.ndarray) -> DType:
-    """The dtype TF picks for a numpy array (python floats arrive as float64 -> float32)."""
-    return as_dtype(array.dtype)

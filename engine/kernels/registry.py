@@ -73,10 +73,6 @@ def find_kernel(node, device_type: str) -> KernelDef | None:
     return None
 
 
-def has_kernels(op_type: str) -> bool:
-    return op_type in _KERNELS
-
-
 def supported_device_types(node, device_types) -> list[str]:
     """Rule 2.1: ops unknown to the registry count as supported everywhere."""
     if node.op not in _KERNELS:

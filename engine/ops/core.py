@@ -9,7 +9,6 @@ import numpy as np
 
 from engine import dtypes
 from engine.graph import Graph, Operation, Tensor, get_default_graph
-from engine.shapes import TensorShape
 
 
 def graph_of(*values) -> Graph:
@@ -131,7 +130,3 @@ def check_dtype_allowed(op: Operation, dtype: dtypes.DType, allowed, arg: str = 
         names = ", ".join(d.name for d in allowed)
         raise TypeError(f"Value passed to parameter '{arg}' of op '{op.type}' ('{op.name}') has "
                         f"DataType {dtype.base_dtype.name} not in list of allowed values: {names}")
-
-
-def unknown(dtype: dtypes.DType):
-    return dtype, TensorShape(None)

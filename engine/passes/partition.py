@@ -4,7 +4,7 @@ destination device); control edges cross as a tiny Const sent over and an Identi
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -33,7 +33,6 @@ class CutEdge:
 class PartitionResult:
     partitions: dict[str, list[NodeDef]]        # device -> nodes in schedule order
     cut_edges: list[CutEdge]
-    order: list[tuple[str, str]] = field(default_factory=list)   # (device, node), global order
 
 
 def rendezvous_key(send_device: str, recv_device: str, tensor_name: str,
@@ -46,7 +45,6 @@ class _Partitioner:
         self.client = client
         self.by_name = {n.name: n for n in client.nodes}
         self.partitions: dict[str, list[NodeDef]] = {}
-        self.order: list[tuple[str, str]] = []
         self.cut_edges: list[CutEdge] = []
         self.edge_consumers: list[list[str]] = []     # per cut edge
         self.recv_for: dict[tuple, str] = {}          # (src, slot, dst device) -> input name
@@ -56,7 +54,6 @@ class _Partitioner:
 
     def emit(self, device: str, node: NodeDef) -> None:
         self.partitions.setdefault(device, []).append(node)
-        self.order.append((device, node.name))
 
     def new_name(self, prefix: str) -> str:
         name = f"{prefix}/_{self.counter}"
@@ -83,7 +80,7 @@ class _Partitioner:
         edges = [CutEdge(e.tensor, e.src_device, e.dst_device, e.send_node, e.recv_node, e.key,
                          e.dtype, e.shape, tuple(consumers))
                  for e, consumers in zip(self.cut_edges, self.edge_consumers)]
-        return PartitionResult(self.partitions, edges, self.order)
+        return PartitionResult(self.partitions, edges)
 
     def data_transfer(self, src: str, index: int, src_device: str, dst_device: str,
                       consumer: NodeDef) -> str:

@@ -166,10 +166,6 @@ class CompiledPartition:
                 self._traced, self._traced_lines = self._build(traced=True)
         return self._traced, self._traced_lines
 
-    def source(self, traced: bool = False) -> str:
-        fn = self._traced_step()[0] if traced else self._fast
-        return "".join(linecache.getlines(fn.__code__.co_filename))
-
 
 def _with_frees(instructions: list[_Instruction]) -> list[_Instruction]:
     """Marks each local for deletion right after its last reader (or at once if unread)."""
