@@ -38,70 +38,38 @@ from engine.graph_def import (  # noqa: F401
     graph_def_to_json,
     import_graph_def,
 )
-from engine.ops import array_ops, control_flow_ops, math_ops, nn_ops, state_ops  # noqa: F401
+from engine.graph_io import *  # noqa: F401,F403
+from engine.ops import (  # noqa: F401
+    array_ops,
+    control_flow_ops,
+    debug_ops,
+    embedding_ops,
+    init_ops,
+    math_ops,
+    nn_ops,
+    random_ops,
+    state_ops,
+    summary_ops,
+    training_ops,
+    variable_scope,
+)
 from engine.ops import grads as _grads  # noqa: F401  (installs gradient rules)
-from engine.ops.array_ops import (  # noqa: F401
-    broadcast_to,
-    cast,
-    constant,
-    expand_dims,
-    fill,
-    identity,
-    ones,
-    ones_like,
-    placeholder,
-    reshape,
-    shape,
-    size,
-    stop_gradient,
-    zeros,
-    zeros_like,
-)
-from engine.ops.control_flow_ops import group, no_op, tuple  # noqa: F401,A004
+
+# Each op module lists the tf.* names it owns in its __all__.
+from engine.ops.array_ops import *  # noqa: F401,F403,E402
+from engine.ops.control_flow_ops import *  # noqa: F401,F403,A004
 from engine.ops.core import convert_to_tensor  # noqa: F401
-from engine.ops.math_ops import (  # noqa: F401,A004
-    abs,
-    add,
-    add_n,
-    argmax,
-    divide,
-    equal,
-    exp,
-    greater,
-    less,
-    log,
-    matmul,
-    maximum,
-    minimum,
-    multiply,
-    negative,
-    pow,
-    reduce_max,
-    reduce_mean,
-    reduce_sum,
-    sigmoid,
-    sqrt,
-    square,
-    squared_difference,
-    subtract,
-    tanh,
-)
-from engine.ops.state_ops import assign, assign_add, assign_sub  # noqa: F401
-from engine.ops.variables import (  # noqa: F401
-    GraphKeys,
-    Variable,
-    global_variables,
-    global_variables_initializer,
-    local_variables_initializer,
-    trainable_variables,
-    variables_initializer,
-)
+from engine.ops.debug_ops import *  # noqa: F401,F403
+from engine.ops.init_ops import *  # noqa: F401,F403
+from engine.ops.math_ops import *  # noqa: F401,F403,A004
+from engine.ops.random_ops import *  # noqa: F401,F403
+from engine.ops.state_ops import *  # noqa: F401,F403
+from engine.ops.variable_scope import *  # noqa: F401,F403
+from engine.ops.variables import *  # noqa: F401,F403
 from engine.passes.gradients import AggregationMethod, gradients  # noqa: F401
 from engine.runtime.config import ConfigProto, GPUOptions, RunMetadata, RunOptions  # noqa: F401
 from engine.runtime.session import InteractiveSession, Session, get_default_session  # noqa: F401
 from engine.shapes import TensorShape  # noqa: F401
-
-truediv = divide
 
 
 def name_scope(name, default_name=None, values=None):

@@ -1,10 +1,5 @@
 """tf.nn: the neural-network functions, as TF1 spells them."""
 
+from engine.ops.embedding_ops import *  # noqa: F401,F403
 from engine.ops.math_ops import sigmoid, tanh  # noqa: F401
-from engine.ops.nn_ops import (  # noqa: F401
-                               log_softmax,
-                               relu,
-                               softmax,
-                               softmax_cross_entropy_with_logits,
-                               softmax_cross_entropy_with_logits_v2,
-)
+from engine.ops.nn_ops import *  # noqa: F401,F403

@@ -1,7 +1,7 @@
 """Torch kernels, registered per (op type, device type, dtypes). Each family is imported
 explicitly so the registry is complete as soon as this package is."""
 
-from engine.kernels import array, math, nn, state  # noqa: F401
+from engine.kernels import array, debug, math, nn, random, state, summary, training  # noqa: F401
 from engine.kernels.registry import (  # noqa: F401
                                      Constant,
                                      KernelContext,

@@ -17,6 +17,25 @@ from engine.ops.core import (
 from engine.ops.registry import register_op
 from engine.shapes import TensorShape, as_shape
 
+# The names `import engine as tf` exports from this module (engine/api.py star-imports it).
+__all__ = [
+    "broadcast_to",
+    "cast",
+    "constant",
+    "expand_dims",
+    "fill",
+    "identity",
+    "ones",
+    "ones_like",
+    "placeholder",
+    "reshape",
+    "shape",
+    "size",
+    "stop_gradient",
+    "zeros",
+    "zeros_like",
+]
+
 
 def _same_as_input(op):
     return [(op.inputs[0].dtype.base_dtype, op.inputs[0].shape)]

@@ -7,6 +7,13 @@ from engine.graph import Operation, Tensor
 from engine.ops.core import graph_of
 from engine.ops.registry import register_op
 
+# The names `import engine as tf` exports from this module (engine/api.py star-imports it).
+__all__ = [
+    "group",
+    "no_op",
+    "tuple",
+]
+
 register_op("NoOp", lambda op: [])
 _SEQUENCE = (list, tuple)   # taken before this module defines its own `tuple`
 

@@ -6,8 +6,17 @@ from __future__ import annotations
 
 import numpy as np
 
+from engine.ops import (  # noqa: F401  (their ops get rules below)
+    array_grad,
+    control_flow_ops,
+    debug_grad,
+    math_grad,
+    nn_grad,
+    random_grad,
+    state_ops,
+    training_grad,
+)
 from engine.ops import array_ops as A
-from engine.ops import control_flow_ops, state_ops  # noqa: F401  (their ops get rules below)
 from engine.ops import math_ops as M
 from engine.ops import nn_ops as N
 from engine.ops.core import constant_value
@@ -291,7 +300,24 @@ NOT_DIFFERENTIABLE = (
 )
 
 
+# Each op family keeps its own table beside its ops; the registry sees them all as one.
+FAMILY_TABLES = (array_grad, debug_grad, math_grad, nn_grad, random_grad, training_grad)
+
+
+def _merge_family_tables() -> None:
+    global NOT_DIFFERENTIABLE
+    for family in FAMILY_TABLES:
+        clash = (set(family.GRADIENTS) | set(family.NOT_DIFFERENTIABLE)) & \
+            (set(GRADIENTS) | set(NOT_DIFFERENTIABLE))
+        if clash:
+            raise KeyError(f"{family.__name__} redefines gradient entries {sorted(clash)}")
+        GRADIENTS.update(family.GRADIENTS)
+    NOT_DIFFERENTIABLE = NOT_DIFFERENTIABLE + tuple(
+        op for family in FAMILY_TABLES for op in family.NOT_DIFFERENTIABLE)
+
+
 def _install() -> None:
+    _merge_family_tables()
     for op_type, rule in GRADIENTS.items():
         get_op_def(op_type).gradient = rule
     for op_type in NOT_DIFFERENTIABLE:

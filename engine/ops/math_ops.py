@@ -19,6 +19,37 @@ from engine.ops.core import (
 from engine.ops.registry import register_op
 from engine.shapes import TensorShape, broadcast_shapes
 
+# The names `import engine as tf` exports from this module (engine/api.py star-imports it).
+__all__ = [
+    "abs",
+    "add",
+    "add_n",
+    "argmax",
+    "divide",
+    "equal",
+    "exp",
+    "greater",
+    "less",
+    "log",
+    "matmul",
+    "maximum",
+    "minimum",
+    "multiply",
+    "negative",
+    "pow",
+    "reduce_max",
+    "reduce_mean",
+    "reduce_sum",
+    "sigmoid",
+    "sqrt",
+    "square",
+    "squared_difference",
+    "subtract",
+    "tanh",
+    "truediv",
+    "reciprocal",
+]
+
 
 def _binary_infer(op):
     dtype = same_dtype_inputs(op)
@@ -184,6 +215,9 @@ def divide(x, y, name=None):
                 return g.create_op("RealDiv", [x, y], {"T": dtypes.float64},
                                    name=scope).outputs[0]
     return _binary("RealDiv", x, y, name, "truediv")
+
+
+truediv = divide
 
 
 def _cast(t, dtype):

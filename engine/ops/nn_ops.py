@@ -15,6 +15,15 @@ from engine.ops.core import (
 from engine.ops.registry import register_op
 from engine.shapes import TensorShape
 
+# The names tf.nn exports from this module (engine/nn.py star-imports it).
+__all__ = [
+    "log_softmax",
+    "relu",
+    "softmax",
+    "softmax_cross_entropy_with_logits",
+    "softmax_cross_entropy_with_logits_v2",
+]
+
 
 def _float_same_shape(op):
     check_dtype_allowed(op, op.inputs[0].dtype, dtypes.FLOATS)

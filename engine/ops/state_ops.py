@@ -8,6 +8,13 @@ from engine.ops.core import convert_to_tensor, graph_of, op_scope, shape_error
 from engine.ops.registry import register_op
 from engine.shapes import TensorShape
 
+# The names `import engine as tf` exports from this module (engine/api.py star-imports it).
+__all__ = [
+    "assign",
+    "assign_add",
+    "assign_sub",
+]
+
 
 def _variable_infer(op):
     return [(op.attrs["dtype"]._as_ref, op.attrs["shape"])]

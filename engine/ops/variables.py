@@ -10,6 +10,17 @@ from engine.ops.core import convert_to_tensor, graph_of
 from engine.ops.math_ops import install_operators
 from engine.shapes import TensorShape
 
+# The names `import engine as tf` exports from this module (engine/api.py star-imports it).
+__all__ = [
+    "GraphKeys",
+    "Variable",
+    "global_variables",
+    "global_variables_initializer",
+    "local_variables_initializer",
+    "trainable_variables",
+    "variables_initializer",
+]
+
 
 class GraphKeys:
     GLOBAL_VARIABLES = "variables"

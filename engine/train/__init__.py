@@ -1,9 +1,16 @@
-"""tf.train: optimizers and the global step (checkpoints and hooks come later)."""
+"""tf.train: optimizers, learning-rate schedules, moving averages, the global step, Saver,
+MonitoredTrainingSession and the SessionRunHooks. Each module lists its names in __all__."""
 
+from engine.train.hooks import *  # noqa: F401,F403
+from engine.train.learning_rate_decay import *  # noqa: F401,F403
+from engine.train.monitored_session import *  # noqa: F401,F403
+from engine.train.moving_averages import *  # noqa: F401,F403
 from engine.train.optimizer import (  # noqa: F401
-                                    GradientDescentOptimizer,
-                                    Optimizer,
-                                    create_global_step,
-                                    get_global_step,
-                                    get_or_create_global_step,
+    GradientDescentOptimizer,
+    Optimizer,
+    create_global_step,
+    get_global_step,
+    get_or_create_global_step,
 )
+from engine.train.optimizers import *  # noqa: F401,F403
+from engine.train.saver import *  # noqa: F401,F403

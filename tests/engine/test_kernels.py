@@ -1,14 +1,29 @@
-"""Kernel numerics: every op type with a registered kernel, built through the public API on
-seeded random inputs, run on CPU and on a virtual GPU, and compared with numpy; plus the
-registry checks (every op has a CPU kernel, every gradient rule names a registered op)."""
+"""Kernel numerics: the core op types (elementwise, unary, MatMul, reductions, array and
+state ops), built through the public API on seeded random inputs, run on CPU and on a virtual
+GPU, and compared with numpy; plus the registry checks (every op has a CPU kernel and a kernel
+test in some test module, every gradient rule names a registered op)."""
 
 from __future__ import annotations
 
-import contextlib
 import functools
 
 import numpy as np
 import pytest
+from kernel_harness import (
+    COVERED,
+    FLOATS,
+    INTS,
+    NUMERIC,
+    RUNTIME_INTERNAL,
+    TOLERANCE,
+    assert_close,
+    away_from_zero,
+    covers,
+    import_every_test_module,
+    mark_executed,
+    rand,
+    tf_dtype,
+)
 
 import engine as tf
 from engine import errors
@@ -16,128 +31,6 @@ from engine.kernels.registry import kernel_op_types, kernels_for
 from engine.ops import math_ops, state_ops
 from engine.ops.grads import GRADIENTS, NOT_DIFFERENTIABLE
 from engine.ops.registry import is_registered, registered_op_types
-from engine.shapes import TensorShape
-
-RUNTIME_INTERNAL = {"_Arg", "_Retval"}
-# Kernels that return a fixed value are bound once per plan and never show in step stats.
-BOUND_ONCE = {"Const", "VariableV2"}
-FLOATS = [np.float32, np.float64]
-INTS = [np.int32, np.int64]
-NUMERIC = FLOATS + INTS
-TOLERANCE = {np.float32: {"rtol": 2e-6, "atol": 1e-6}, np.float64: {"rtol": 1e-12, "atol": 1e-12}}
-
-COVERED: set[str] = set()       # op types some test below declares it exercises
-_executed: set[str] = set()     # op types the current test actually ran
-
-
-def covers(*op_types: str):
-    """Declares the op types a test exercises and, after it passes, checks that they really ran
-    in one of its sessions (so the coverage list cannot drift from the tests). A test
-    parametrized by `op_type` must run the one op type of each case."""
-    def decorate(fn):
-        COVERED.update(op_types)
-
-        @functools.wraps(fn)
-        def wrapper(*args, **kwargs):
-            _executed.clear()
-            fn(*args, **kwargs)
-            required = {kwargs["op_type"]} if "op_type" in kwargs else set(op_types)
-            missing = required - _executed
-            assert not missing, f"{fn.__name__} declares {sorted(missing)} but never ran them"
-        return wrapper
-    return decorate
-
-
-class OpRunner:
-    """One graph pinned to one device (`cpu` or the virtual `gpu`), run traced; records which
-    op types executed and checks every fetched value's dtype and shape against the graph."""
-
-    def __init__(self, device: str):
-        self.device = device
-        self.graph = tf.Graph()
-        self._session: tf.Session | None = None
-
-    @contextlib.contextmanager
-    def scope(self):
-        with self.graph.as_default(), tf.device(f"/{self.device}:0"):
-            yield
-
-    @property
-    def session(self) -> tf.Session:
-        if self._session is None:
-            gpus = 1 if self.device == "gpu" else 0
-            self._session = tf.Session(graph=self.graph, config=tf.ConfigProto(virtual_gpus=gpus))
-        return self._session
-
-    def run(self, fetches, feeds=None):
-        metadata = tf.RunMetadata()
-        out = self.session.run(fetches, feeds,
-                               options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE),
-                               run_metadata=metadata)
-        self._record(metadata)
-        if isinstance(fetches, list):
-            for fetch, value in zip(fetches, out):
-                self._check_static(fetch, value)
-        else:
-            self._check_static(fetches, out)
-        return out
-
-    def _record(self, metadata) -> None:
-        types = {op.name: op.type for op in self.graph.get_operations()}
-        placement = self.session.placement.as_dict()
-        want = "/device:GPU:0" if self.device == "gpu" else "/device:CPU:0"
-        for name, device in placement.items():
-            if name in types:
-                assert device.endswith(want), f"{name} ({types[name]}) ran on {device}"
-        for dev in metadata.step_stats.dev_stats:
-            _executed.update(types[n.node_name] for n in dev.node_stats if n.node_name in types)
-        _executed.update(types[n] for n in placement if types.get(n) in BOUND_ONCE)
-
-    @staticmethod
-    def _check_static(fetch, value) -> None:
-        if not isinstance(fetch, tf.Tensor):
-            return
-        array = np.asarray(value)
-        assert array.dtype == fetch.dtype.base_dtype.numpy_dtype, \
-            f"{fetch.name}: kernel gave {array.dtype}, graph says {fetch.dtype.name}"
-        assert fetch.shape.is_compatible_with(TensorShape(list(array.shape))), \
-            f"{fetch.name}: kernel gave shape {array.shape}, graph says {fetch.shape}"
-
-    def close(self) -> None:
-        if self._session is not None:
-            self._session.close()
-
-
-@pytest.fixture(params=["cpu", "gpu"])
-def runner(request):
-    r = OpRunner(request.param)
-    yield r
-    r.close()
-
-
-def rand(rng, shape, dtype, low=-3.0, high=3.0) -> np.ndarray:
-    if np.issubdtype(dtype, np.integer):
-        return rng.integers(int(low), int(high) + 1, size=shape).astype(dtype)
-    return rng.uniform(low, high, size=shape).astype(dtype)
-
-
-def away_from_zero(rng, shape, dtype, low=0.5, high=2.0) -> np.ndarray:
-    signs = rng.choice([-1.0, 1.0], size=shape)
-    return (signs * rng.uniform(low, high, size=shape)).astype(dtype)
-
-
-def assert_close(got, want, dtype) -> None:
-    want = np.asarray(want).astype(dtype)
-    assert np.asarray(got).shape == want.shape
-    if np.issubdtype(dtype, np.floating):
-        np.testing.assert_allclose(got, want, **TOLERANCE[dtype])
-    else:
-        np.testing.assert_array_equal(got, want)
-
-
-def tf_dtype(dtype) -> tf.DType:
-    return tf.as_dtype(np.dtype(dtype))
-
 
 # ---- elementwise binary ops, with broadcasting ----
 
@@ -596,7 +489,7 @@ def test_unfed_placeholder_names_itself(runner):
                        match=r"You must feed a value for placeholder tensor 'x' with dtype "
                              r"float and shape \[\?,2\]"):
         runner.run(y)
-    _executed.add("Placeholder")    # its kernel is what raised the error matched above
+    mark_executed("Placeholder")    # its kernel is what raised the error matched above
     np.testing.assert_array_equal(runner.run(y, {x: [[1.0, 2.0]]}), [[2.0, 4.0]])
 
 
@@ -778,6 +671,7 @@ def test_optimizer_step_applies_learning_rate_times_gradient(runner):
 # ---- registry completeness ----
 
 def test_every_kernel_op_type_is_covered():
+    import_every_test_module()
     expected = set(kernel_op_types()) - RUNTIME_INTERNAL
     assert expected - COVERED == set(), "op types with kernels but no kernel test"
     assert COVERED - expected == set(), "tests claim op types that have no kernel"

@@ -1,0 +1,3 @@
+"""Debug kernels."""
+
+from __future__ import annotations

@@ -1,0 +1,3 @@
+"""Random kernels."""
+
+from __future__ import annotations

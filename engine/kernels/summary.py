@@ -1,0 +1,3 @@
+"""Summary kernels."""
+
+from __future__ import annotations

@@ -1,0 +1,3 @@
+"""Training kernels."""
+
+from __future__ import annotations

@@ -1,0 +1,6 @@
+"""Optimizer update ops take no gradient; their entries live here beside the other tables."""
+
+from __future__ import annotations
+
+GRADIENTS: dict = {}
+NOT_DIFFERENTIABLE: tuple = ()

@@ -1,0 +1,5 @@
+"""Learning-rate schedules: exponential, piecewise constant, polynomial decay."""
+
+from __future__ import annotations
+
+__all__: list[str] = []

@@ -1,0 +1,5 @@
+"""tf.train.MonitoredSession, MonitoredTrainingSession and the session creators."""
+
+from __future__ import annotations
+
+__all__: list[str] = []

@@ -1,0 +1,5 @@
+"""tf.train.ExponentialMovingAverage."""
+
+from __future__ import annotations
+
+__all__: list[str] = []
