@@ -25,6 +25,7 @@ from engine.dtypes import (  # noqa: F401,A004
     qint8,
     qint32,
     quint8,
+    string,
     uint8,
     uint16,
     uint32,
