@@ -4,7 +4,7 @@ tf.train, tf.errors, the dtypes). `engine/__init__.py` loads this module on firs
 
 from __future__ import annotations
 
-from engine import dtypes, errors, nn, train  # noqa: F401  # noqa: E402,F401  (namespaces built on the ops above)
+from engine import dtypes, errors, nn, summary, train  # noqa: F401  # noqa: E402,F401  (namespaces built on the ops above)
 from engine.devices import DeviceSpec  # noqa: F401
 from engine.dtypes import (  # noqa: F401,A004
     DType,
@@ -25,6 +25,7 @@ from engine.dtypes import (  # noqa: F401,A004
     qint8,
     qint32,
     quint8,
+    string,
     uint8,
     uint16,
     uint32,
@@ -70,6 +71,7 @@ from engine.passes.gradients import AggregationMethod, gradients  # noqa: F401
 from engine.runtime.config import ConfigProto, GPUOptions, RunMetadata, RunOptions  # noqa: F401
 from engine.runtime.session import InteractiveSession, Session, get_default_session  # noqa: F401
 from engine.shapes import TensorShape  # noqa: F401
+from engine.summary import HistogramProto, SessionLog, Summary, SummaryMetadata  # noqa: F401
 
 
 def name_scope(name, default_name=None, values=None):

@@ -1,5 +1,6 @@
 """Element types: the TF names (`float32`, `int32`, `float32_ref`, ...), their proto
-spellings (`DT_FLOAT`) and their torch / numpy counterparts."""
+spellings (`DT_FLOAT`) and their torch / numpy counterparts. `string` has no torch
+counterpart: string values travel as numpy object arrays of bytes, in host memory."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ class DType:
         self.torch_dtype = torch_dtype
         self.numpy_dtype = numpy_dtype
         self.size = size
-        self.kind = kind          # "float" | "complex" | "int" | "uint" | "bool" | "quantized"
+        self.kind = kind  # "float" | "complex" | "int" | "uint" | "bool" | "quantized" | "string"
         self._is_ref = base is not None
         self._base = base if base is not None else self
         self._ref = None
@@ -68,6 +69,10 @@ class DType:
         return self.kind == "quantized"
 
     @property
+    def is_string(self) -> bool:
+        return self.kind == "string"
+
+    @property
     def is_differentiable(self) -> bool:
         return self.kind in ("float", "complex")
 
@@ -107,6 +112,8 @@ bool = _make("bool", "DT_BOOL", torch.bool, np.bool_, 1, "bool")  # noqa: A001 -
 quint8 = _make("quint8", "DT_QUINT8", torch.quint8, None, 1, "quantized")
 qint8 = _make("qint8", "DT_QINT8", torch.qint8, None, 1, "quantized")
 qint32 = _make("qint32", "DT_QINT32", torch.qint32, None, 4, "quantized")
+# Not in ALL: kernels registered "for every type" must not claim strings (no torch dtype).
+string = _make("string", "DT_STRING", None, np.object_, 0, "string")
 
 ALL = (float16, bfloat16, float32, float64, complex64, complex128, int8, int16, int32, int64,
        uint8, uint16, uint32, uint64, bool, quint8, qint8, qint32)
@@ -114,11 +121,11 @@ FLOATS = (float16, bfloat16, float32, float64)
 NUMERIC = FLOATS + (complex64, complex128, int8, int16, int32, int64, uint8)
 REAL_NUMERIC = FLOATS + (int8, int16, int32, int64, uint8)
 
-_BY_NAME = {d.name: d for d in ALL}
+_BY_NAME = {d.name: d for d in ALL + (string,)}
 _BY_NAME.update({"half": float16, "float": float32, "double": float64})
-_BY_PROTO = {d.proto_name: d for d in ALL}
+_BY_PROTO = {d.proto_name: d for d in ALL + (string,)}
 _BY_TORCH = {d.torch_dtype: d for d in ALL}
-_BY_NUMPY = {np.dtype(d.numpy_dtype): d for d in ALL if d.numpy_dtype is not None}
+_BY_NUMPY = {np.dtype(d.numpy_dtype): d for d in ALL + (string,) if d.numpy_dtype is not None}
 
 
 def as_dtype(value) -> DType:
@@ -136,8 +143,12 @@ def as_dtype(value) -> DType:
             return _BY_TORCH[value]
     else:
         try:
-            return _BY_NUMPY[np.dtype(value)]
-        except (TypeError, KeyError):
-            pass
+            found = np.dtype(value)
+        except TypeError:
+            found = None
+        if found is not None and found.kind in "SU":   # numpy bytes / str arrays, as TF
+            return string
+        if found in _BY_NUMPY:
+            return _BY_NUMPY[found]
     raise TypeError(f"Cannot convert value {value!r} to a dtype; known dtypes: "
                     f"{', '.join(sorted(_BY_NAME))}")

@@ -4,6 +4,7 @@ GraphDef back into a Graph (with cycle and unknown-op checks); TF's one-line nod
 
 from __future__ import annotations
 
+import base64
 import heapq
 import json
 from dataclasses import dataclass, field
@@ -130,6 +131,8 @@ def _encode_attr(value):
         return {"shape": None if value.dims is None else list(value.dims)}
     if isinstance(value, np.ndarray):
         values = value.reshape(-1).tolist() if value.size <= _MAX_INLINE_VALUES else None
+        if value.dtype == object and values is not None:
+            values = [_encode_bytes(v) for v in values]
         return {"tensor": {"dtype": dtypes.as_dtype(value.dtype).name,
                            "shape": list(value.shape), "values": values}}
     if isinstance(value, (list, tuple)):
@@ -137,6 +140,18 @@ def _encode_attr(value):
     if isinstance(value, (np.generic,)):
         return value.item()
     return value
+
+
+def _encode_bytes(value: bytes):
+    """A string tensor element: its text when it is UTF-8, else {"base64": ...}."""
+    try:
+        return value.decode("utf-8")
+    except UnicodeDecodeError:
+        return {"base64": base64.b64encode(value).decode("ascii")}
+
+
+def _decode_bytes(value) -> bytes:
+    return base64.b64decode(value["base64"]) if isinstance(value, dict) else value.encode()
 
 
 def _decode_attr(value, where: str):
@@ -150,7 +165,8 @@ def _decode_attr(value, where: str):
             if t.get("values") is None:
                 raise ValueError(f"{where}: tensor attr has no values (it was too large to inline)")
             dt = dtypes.as_dtype(t["dtype"])
-            return np.asarray(t["values"], dtype=dt.numpy_dtype).reshape(t["shape"])
+            values = [_decode_bytes(v) for v in t["values"]] if dt.is_string else t["values"]
+            return np.asarray(values, dtype=dt.numpy_dtype).reshape(t["shape"])
         raise ValueError(f"{where}: unknown attr encoding with keys {sorted(value)}")
     if isinstance(value, list):
         return [_decode_attr(v, where) for v in value]

@@ -5,6 +5,7 @@ from engine.api import (  # noqa: F401
     __all__,  # noqa: F401
     errors,
     nn,
+    summary,
     train,
 )
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from engine import errors
+from engine import dtypes, errors
 from engine.kernels.registry import ALL_TYPES, GPU_REAL, INDEX_TYPES, Constant, kernel
 
 _ANY = {}
@@ -17,9 +17,11 @@ def host_tensor(values, dtype) -> torch.Tensor:
     return torch.tensor(values, dtype=dtype.torch_dtype)
 
 
-@kernel("Const", CPU={"dtype": ALL_TYPES}, GPU={"dtype": ALL_TYPES})
+@kernel("Const", CPU={"dtype": ALL_TYPES + (dtypes.string,)}, GPU={"dtype": ALL_TYPES})
 def const(node, ctx):
     array = np.array(node.attr["value"], copy=True)
+    if node.attr["dtype"] is dtypes.string:   # strings stay numpy object arrays of bytes
+        return Constant(array)
     return Constant(torch.from_numpy(array).to(ctx.torch_device))
 
 

@@ -33,6 +33,8 @@ class KernelDef:
     host_memory: tuple[str, ...] = field(default=())
 
     def matches(self, node) -> bool:
+        if self.device_type != "CPU" and _holds_strings(node):
+            return False      # rule 2.12: strings live in host memory, so string ops run on CPU
         for attr, allowed in self.constraints.items():
             value = node.attr.get(attr)
             if value is None:
@@ -47,6 +49,13 @@ class KernelDef:
         for attr, allowed in sorted(self.constraints.items()):
             parts.append(f"{attr} in [{', '.join(d.proto_name for d in allowed)}]")
         return "; ".join(parts)
+
+
+def _holds_strings(node) -> bool:
+    values = list(getattr(node, "output_dtypes", ()))
+    for value in node.attr.values():
+        values.extend(value if isinstance(value, (list, tuple)) else [value])
+    return any(isinstance(v, dtypes.DType) and v.is_string for v in values)
 
 
 _KERNELS: dict[str, list[KernelDef]] = {}

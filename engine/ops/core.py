@@ -33,7 +33,23 @@ def op_scope(graph: Graph, name: str | None, default_name: str):
         yield scope
 
 
+def string_array(value) -> np.ndarray:
+    """str/bytes (nested lists, numpy str arrays) as a numpy object array of bytes: TF's
+    string tensors hold bytes, and str is encoded as UTF-8."""
+    array = np.array(value, dtype=object)
+    flat = array.reshape(-1)
+    for i, item in enumerate(flat):
+        if isinstance(item, str):
+            flat[i] = item.encode("utf-8")
+        elif not isinstance(item, bytes):
+            raise TypeError(f"Expected string, but got {item!r} of type "
+                            f"'{type(item).__name__}'.")
+    return array
+
+
 def _numpy_value(value, dtype: dtypes.DType | None) -> np.ndarray:
+    if dtype is dtypes.string or (dtype is None and _is_text(value)):
+        return string_array(value)
     if dtype is not None:
         if dtype.numpy_dtype is None:
             raise TypeError(f"Cannot make a constant of dtype {dtype.name}")
@@ -52,6 +68,13 @@ def _numpy_value(value, dtype: dtypes.DType | None) -> np.ndarray:
         raise TypeError(f"Cannot convert {value!r} to a tensor: unsupported element type "
                         f"{array.dtype}")
     return array
+
+
+def _is_text(value) -> bool:
+    while isinstance(value, (list, tuple)) and value:
+        value = value[0]
+    return isinstance(value, (str, bytes)) or (
+        isinstance(value, np.ndarray) and value.dtype.kind in "SU")
 
 
 def make_constant(value, dtype=None, shape=None, name: str = "Const",

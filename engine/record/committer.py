@@ -20,7 +20,7 @@ FIRST_SEQ = 2             # seq 1 is the "run started" event written with the da
 
 # Queue opcodes: the first element of every queued tuple.
 (OP_SCALAR, OP_HISTOGRAM, OP_TEXT, OP_CONFIG, OP_DEVICES, OP_GRAPH, OP_PLACEMENTS, OP_PLAN, OP_STEP,
- OP_EXCEPTION, OP_FLUSH, OP_CLOSE) = range(12)
+ OP_EXCEPTION, OP_FLUSH, OP_CLOSE, OP_BUCKETS, OP_EVENT) = range(14)
 
 
 def wait_for(done: threading.Event, thread: threading.Thread, timeout: float | None) -> None:
@@ -73,7 +73,7 @@ class Committer(threading.Thread):
             OP_SCALAR: self._scalar, OP_HISTOGRAM: self._histogram, OP_TEXT: self._text,
             OP_CONFIG: self._config, OP_DEVICES: self._devices, OP_GRAPH: self._graph,
             OP_PLACEMENTS: self._placements, OP_PLAN: self._plan, OP_STEP: self._step,
-            OP_EXCEPTION: self._exception,
+            OP_EXCEPTION: self._exception, OP_BUCKETS: self._buckets, OP_EVENT: self._event,
         }
 
     def take_error(self) -> BaseException | None:
@@ -217,6 +217,18 @@ class Committer(threading.Thread):
                                   self._tag_id(store.HISTOGRAM, tag), step, values, bins)
         self._note_summary_step(step)
         self._add({"histograms": [row]})
+
+    def _buckets(self, item: tuple) -> None:
+        _, wall_time, tag, step, edges, counts, stats = item
+        row = store.bucket_row(self.run_dir, self._next_seq(), wall_time,
+                               self._tag_id(store.HISTOGRAM, tag), step, edges, counts, stats)
+        self._note_summary_step(step)
+        self._add({"histograms": [row]})
+
+    def _event(self, item: tuple) -> None:
+        _, wall_time, detail = item
+        self._add({"run_events": [(self._next_seq(), wall_time, "run", detail)]})
+        self._commit_due = True
 
     def _text(self, item: tuple) -> None:
         _, wall_time, tag, step, text = item

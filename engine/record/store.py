@@ -123,6 +123,23 @@ def create_database(run_dir: Path, meta: dict[str, Any], config_json: str) -> No
     os.replace(scratch, final)
 
 
+def claim_database(run_dir: Path) -> bool:
+    """Whether this writer now owns run_dir's database: the folder holds no run and the
+    scratch file create_database builds in was created exclusively here."""
+    final = run_dir / DATABASE_NAME
+    if final.exists():
+        return False
+    scratch = run_dir / (DATABASE_NAME + ".init")
+    try:
+        os.close(os.open(scratch, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    except FileExistsError:
+        return False
+    if final.exists():          # another writer finished its database between the checks
+        scratch.unlink()
+        return False
+    return True
+
+
 def connect_for_writing(db_path: Path) -> sqlite3.Connection:
     """Autocommit connection (the writer issues BEGIN/COMMIT itself), WAL so readers in other
     processes never block it; synchronous=NORMAL survives a killed process."""
@@ -228,18 +245,27 @@ def histogram_row(run_dir: Path, seq: int, wall_time: float, tag_id: int, step: 
         counts, edges = np.histogram(finite, bins=bins)
     else:
         counts, edges = np.zeros(bins), np.linspace(0.0, 1.0, bins + 1)
-    edges, counts = edges.astype("<f8"), counts.astype("<f8")
     if values.size:
         low, high, total = float(values.min()), float(values.max()), float(values.sum())
     else:
         low, high, total = float("nan"), float("nan"), 0.0
+    return bucket_row(run_dir, seq, wall_time, tag_id, step, edges, counts,
+                      (low, high, total, int(values.size)))
+
+
+def bucket_row(run_dir: Path, seq: int, wall_time: float, tag_id: int, step: int,
+               edges: np.ndarray, counts: np.ndarray,
+               stats: tuple[float, float, float, int]) -> tuple:
+    """A histograms row from buckets; stats are (min, max, sum, count)."""
+    edges, counts = edges.astype("<f8"), counts.astype("<f8")
+    low, high, total, count = stats
     edge_bytes, count_bytes, blob = edges.tobytes(), counts.tobytes(), None
     if len(edge_bytes) + len(count_bytes) > BLOB_THRESHOLD:
         blob = f"{seq}-histogram"
         write_blob(run_dir, blob, np.concatenate([edges, counts]))
         edge_bytes = count_bytes = None
-    return (seq, wall_time, tag_id, step, low, high, total, int(values.size), edge_bytes,
-            count_bytes, blob)
+    return (seq, wall_time, tag_id, step, low, high, total, count, edge_bytes, count_bytes,
+            blob)
 
 
 def text_row(run_dir: Path, seq: int, wall_time: float, tag_id: int, step: int,

@@ -5,6 +5,7 @@ records into rows and commits them."""
 from __future__ import annotations
 
 import itertools
+import logging
 import operator
 import os
 import queue
@@ -20,8 +21,10 @@ import numpy as np
 
 from engine.record import store
 from engine.record.committer import (
+    OP_BUCKETS,
     OP_CONFIG,
     OP_DEVICES,
+    OP_EVENT,
     OP_EXCEPTION,
     OP_FLUSH,
     OP_GRAPH,
@@ -51,7 +54,7 @@ from engine.record.schema import (
 if TYPE_CHECKING:
     from typing_extensions import Self
 
-
+logger = logging.getLogger("engine.record")
 
 class RunWriteError(RuntimeError):
     """A write failed on the background thread; raised by the writer's next call."""
@@ -62,14 +65,22 @@ class RunWriter:
     except in flush() and close()."""
 
     def __init__(self, logdir: str | os.PathLike, name: str | None = None, *,
-                 config: Mapping[str, Any] | None = None, flush_secs: float = 2.0) -> None:
+                 config: Mapping[str, Any] | None = None, flush_secs: float = 2.0,
+                 exist_ok: bool = False) -> None:
+        """Records into <logdir>/<name> (a fresh run-<date>-<time> when name is None). With
+        exist_ok the folder may already exist and hold other files (checkpoints, say); if
+        it already holds a run, the first free sibling <name>-1, <name>-2, ... is used
+        instead, with a warning that names it."""
         if not flush_secs > 0:
             raise ValueError(f"flush_secs must be a positive number of seconds, got {flush_secs}")
         self._config = dict(config or {})
         config_json = _config_json(self._config)
         self._logdir = Path(logdir)
         self._logdir.mkdir(parents=True, exist_ok=True)
-        self._path = _make_run_dir(self._logdir, name)
+        if exist_ok and name is not None:
+            self._path = _claim_run_dir(self._logdir, name)
+        else:
+            self._path = _make_run_dir(self._logdir, name)
         now = time.time()
         store.create_database(self._path, {
             "name": self._path.name, "started": now, "updated": now, "status": RUNNING,
@@ -96,6 +107,10 @@ class RunWriter:
     @property
     def logdir(self) -> str:
         return str(self._logdir)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else "open"
@@ -124,6 +139,38 @@ class RunWriter:
         array = _float_array(tag, values)
         step = self._resolve_step(store.HISTOGRAM, tag, step)
         self._queue.put((OP_HISTOGRAM, time.time(), tag, step, array, int(bins)))
+
+    def histogram_from_buckets(self, tag: str, edges: Any, counts: Any,
+                               step: int | None = None, *, min: float | None = None,  # noqa: A002
+                               max: float | None = None, sum: float | None = None,  # noqa: A002
+                               count: int | None = None) -> None:
+        """A histogram bucketed already (a tf.summary.histogram's): len(counts) + 1 edges.
+        min and max default to the outer edges, count to the counts' total, sum to the
+        bucket centres weighted by their counts."""
+        self._check_usable()
+        _check_tag(tag)
+        edge_array = _float_array(tag, edges)
+        count_array = _float_array(tag, counts)
+        if count_array.size == 0 or edge_array.size != count_array.size + 1:
+            raise ValueError(f"histogram {tag!r}: needs at least one bucket and one more edge "
+                             f"than counts, got {edge_array.size} edges and "
+                             f"{count_array.size} counts")
+        if np.any(np.diff(edge_array) < 0):
+            raise ValueError(f"histogram {tag!r}: edges must not decrease")
+        centres = (edge_array[:-1] + edge_array[1:]) / 2
+        stats = (float(edge_array[0]) if min is None else float(min),
+                 float(edge_array[-1]) if max is None else float(max),
+                 float(centres @ count_array) if sum is None else float(sum),
+                 int(count_array.sum()) if count is None else int(count))
+        step = self._resolve_step(store.HISTOGRAM, tag, step)
+        self._queue.put((OP_BUCKETS, time.time(), tag, step, edge_array, count_array, stats))
+
+    def log_event(self, detail: str) -> None:
+        """A line in the run's event log (a session log, a note from training code)."""
+        self._check_usable()
+        if not isinstance(detail, str) or not detail:
+            raise TypeError(f"log_event expects a non-empty str, got {detail!r}")
+        self._queue.put((OP_EVENT, time.time(), detail))
 
     def text(self, tag: str, text: str, step: int | None = None) -> None:
         self._check_usable()
@@ -246,6 +293,22 @@ def _make_run_dir(logdir: Path, name: str | None) -> Path:
         except FileExistsError:
             continue
         return path
+    raise AssertionError("unreachable")
+
+
+def _claim_run_dir(logdir: Path, name: str) -> Path:
+    """<logdir>/<name>, existing or not, unless it holds a run: then the first free sibling
+    <name>-1, <name>-2, .... The claim is an exclusively created scratch database, so two
+    writers never take one folder."""
+    _check_run_name(name)
+    for attempt in itertools.count():
+        path = logdir / (name if attempt == 0 else f"{name}-{attempt}")
+        path.mkdir(exist_ok=True)
+        if store.claim_database(path):
+            if attempt:
+                logger.warning("run folder %s already holds a run; recording into %s instead",
+                               logdir / name, path)
+            return path
     raise AssertionError("unreachable")
 
 

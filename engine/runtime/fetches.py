@@ -7,6 +7,7 @@ import numpy as np
 import torch
 
 from engine.graph import Graph, Operation, Tensor
+from engine.ops.core import string_array
 
 
 class FetchStructure:
@@ -90,9 +91,11 @@ def resolve_feeds(graph: Graph, feed_dict) -> list[tuple[Tensor, object]]:
     return resolved
 
 
-def feed_value(tensor: Tensor, value) -> torch.Tensor:
+def feed_value(tensor: Tensor, value) -> torch.Tensor | np.ndarray:
     """numpy-converts `value` to the fed tensor's dtype and checks its static shape."""
     dtype = tensor.dtype.base_dtype
+    if dtype.is_string:
+        return _string_feed(tensor, value)
     try:
         array = np.array(value, dtype=dtype.numpy_dtype)
     except (TypeError, ValueError) as e:
@@ -107,6 +110,19 @@ def feed_value(tensor: Tensor, value) -> torch.Tensor:
     return torch.from_numpy(array)
 
 
+def _string_feed(tensor: Tensor, value) -> np.ndarray:
+    """Strings travel as numpy object arrays of bytes (str is encoded as UTF-8)."""
+    try:
+        array = string_array(value)
+    except TypeError as e:
+        raise TypeError(f"Cannot feed value of type {type(value).__name__} for Tensor "
+                        f"'{tensor.name}' of dtype string: {e}") from None
+    if not tensor.shape.is_compatible_with(array.shape):
+        raise ValueError(f"Cannot feed value of shape {array.shape} for Tensor "
+                         f"'{tensor.name}', which has shape '{tensor.shape}'")
+    return array
+
+
 def to_numpy(value):
     """A fetched torch tensor as numpy (a copy: results must not alias engine buffers);
     0-d tensors come back as numpy scalars, as in TF."""
@@ -115,6 +131,8 @@ def to_numpy(value):
     read = getattr(value, "read", None)
     if read is not None:
         value = read()
+    if isinstance(value, np.ndarray):     # a string tensor: bytes, as TF returns them
+        return value[()] if value.ndim == 0 else value.copy()
     if value.dtype == torch.bfloat16:
         value = value.float()
     array = value.detach().cpu().numpy()

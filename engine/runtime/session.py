@@ -24,6 +24,7 @@ from engine.runtime.executor import OOM_HINT
 from engine.runtime.fetches import FetchStructure, feed_value, resolve_feeds, to_numpy
 from engine.runtime.plan import Plan, PlanKey, StepControl
 from engine.runtime.rendezvous import Deadline, Gate
+from engine.summary.writer import attached_run_writer
 
 _default_sessions = threading.local()
 
@@ -67,6 +68,7 @@ class Session:
         self._restore = _apply_process_settings(self._config, self._devices)
         self._closed = False
         self._writer = self._open_writer(logdir, run_name)
+        self._owns_writer = self._writer is not None
         if self._config.log_device_placement:
             print(device_mapping_text(self._devices), end="", flush=True)
 
@@ -102,6 +104,7 @@ class Session:
         structure = FetchStructure(self._graph, fetches)
         feeds = resolve_feeds(self._graph, feed_dict)
         with self._lock:
+            self._follow_graph_writer()
             plan = self._plan_for(structure, feeds)
         values = [feed_value(t, v) for t, v in feeds]
         step = next(self._steps)
@@ -211,6 +214,22 @@ class Session:
 
     # -- lifecycle ----------------------------------------------------------------------------
 
+    def _follow_graph_writer(self) -> None:
+        """Without a logdir of its own, the session records into the run of the
+        tf.summary.FileWriter given its graph, so a TF1 script logs with its import changed."""
+        if self._owns_writer:
+            return
+        writer = attached_run_writer(self._graph)
+        if writer is not self._writer:
+            self._writer = writer
+            if writer is not None:
+                writer.devices(recording.device_records(self._devices))
+                self._plans.clear()     # planned again, so the run records every plan it runs
+                if self._placement is not None:
+                    writer.graph(recording.graph_record(self._graph.as_graph_def()))
+                    writer.placements(recording.placement_records(
+                        self._placement, list(self._placement.decisions), self._placed_version))
+
     def _open_writer(self, logdir, run_name):
         if logdir is None:
             return None
@@ -226,7 +245,7 @@ class Session:
         self._closed = True
         if self._pool is not None:
             self._pool.shutdown(wait=True)
-        if self._writer is not None:
+        if self._owns_writer:
             self._writer.close()
         self._variables.clear()
         self._plans.clear()
