@@ -1,7 +1,6 @@
-"""Math kernels: elementwise arithmetic, comparisons and logic, unary functions, MatMul and
-BatchMatMulV2, ClipByValue, reductions, ArgMax/ArgMin, Cumsum/Cumprod, Range, LinSpace, Rank,
-AddN, BroadcastGradientArgs and the fused gradient helpers (SigmoidGrad, TanhGrad,
-RsqrtGrad)."""
+"""Math kernels: elementwise arithmetic, comparisons, logic and unary functions, MatMul and
+BatchMatMulV2, ClipByValue, reductions, ArgMax/ArgMin, scans, Range, LinSpace, Rank, AddN,
+BroadcastGradientArgs and the fused gradient helpers (SigmoidGrad, TanhGrad, RsqrtGrad)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
-"""Math ops: elementwise arithmetic, comparisons and logic with broadcasting, unary functions,
-MatMul and BatchMatMulV2, AddN and the helper ops gradients use; the tf.* builders and
-Tensor's operators. api.py star-imports this module, so it re-exports the reductions
-(reduction_ops) and the clipping functions (clip_ops) too."""
+"""Math ops: elementwise arithmetic, comparisons and logic, unary functions, MatMul and
+BatchMatMulV2, AddN and gradient helpers; their tf.* builders and Tensor's operators. api.py
+star-imports this module, so it re-exports reduction_ops and clip_ops too."""
 
 from __future__ import annotations
 

@@ -155,8 +155,6 @@ def test_batch_matmul_gradients(shapes, adj_a, adj_b, dynamic):
     a, b = rand(rng, shapes[0]), rand(rng, shapes[1])
     a = np.swapaxes(a, -1, -2).copy() if adj_a else a
     b = np.swapaxes(b, -1, -2).copy() if adj_b else b
-    if len(shapes[0]) == 2 and len(shapes[1]) == 2:
-        pytest.skip("rank 2 is MatMul")
 
     def torch_fn(a, b):
         return torch.matmul(_mT(a) if adj_a else a, _mT(b) if adj_b else b)
