@@ -2,16 +2,16 @@
 moving_variance per channel; batch statistics when training, moving ones otherwise; the
 moving averages updated by assign ops placed in UPDATE_OPS.
 
-Built from composite ops (moments, 1/sqrt), not a fused kernel. With a tensor `training`
-both statistics are computed and one is picked with a select (no tf.cond yet), and the
-update uses TF's momentum trick: momentum becomes 1 when not training, so the update
-assigns the moving average to itself. Where TF would use its fused kernel (4-D input, channel
-axis 1 or 3) the moving variance takes the batch variance with Bessel's correction, as TF's
-fused kernel reports it; elsewhere the biased one, as tf.nn.moments gives it."""
+As TF: a 4-D input normalized over axis 1 or 3 uses tf.nn.fused_batch_norm (whose batch
+variance, and so the moving variance, carries Bessel's correction), anything else
+tf.nn.moments and tf.nn.batch_normalization (the biased variance). With a tensor `training`
+both statistics are computed and one is picked with a select (this engine has no tf.cond
+yet), and the update uses TF's momentum trick: momentum becomes 1 when not training, so the
+update assigns each moving average to itself."""
 
 from __future__ import annotations
 
-from engine import dtypes
+from engine import dtypes, nn
 from engine.layers import utils
 from engine.layers.base import Layer
 from engine.layers.utils import ONES, ZEROS
@@ -74,7 +74,7 @@ class BatchNormalization(Layer):
         if self.fused and not fusable:
             raise ValueError(f"Unsupported axis {self.axis} / rank {ndims} for fused batch "
                              "norm: it needs a 4-D input normalized over axis 1 or 3.")
-        self._bessel_moving_variance = fusable and self.fused is not False
+        self._fused = fusable and self.fused is not False
         dims = {a: input_shape[a] for a in self._axes}
         if any(d is None for d in dims.values()):
             raise ValueError(f"Input has undefined `axis` dimension. Input shape: {input_shape}")
@@ -103,86 +103,65 @@ class BatchNormalization(Layer):
     def _as_broadcast(self, t):
         """A per-channel vector reshaped to broadcast against the input (unless the channels
         are the last axis, where it already does)."""
-        if self._axes == [len(self._broadcast) - 1]:
-            return convert_to_tensor(t)
+        if t is None or self._axes == [len(self._broadcast) - 1] or len(self._axes) > 1:
+            return t
         return array_ops.reshape(t, self._broadcast)
 
-    def _as_param(self, t):
-        return array_ops.reshape(t, self.moving_mean.shape.as_list())
-
     def call(self, inputs, training=False):
-        x = convert_to_tensor(inputs)
-        if x.dtype.base_dtype is not self._param_dtype:
-            x = array_ops.cast(x, self._param_dtype)
-        reduction = [i for i in range(len(self._broadcast)) if i not in self._axes]
+        inputs = convert_to_tensor(inputs)
         known = utils.static_bool(training)
-        if known is False:
-            mean, variance = (self._as_broadcast(v) for v in
-                              (self.moving_mean, self.moving_variance))
+        if self._fused:
+            outputs, mean, variance = self._fused_call(inputs, training, known)
         else:
-            batch_mean, batch_var = _moments(x, reduction)
-            if known is True:
-                mean, variance = batch_mean, batch_var
-                momentum = array_ops.constant(self.momentum, dtype=self._param_dtype)
-            else:
-                mean = utils.select(training, batch_mean, self._as_broadcast(self.moving_mean))
-                variance = utils.select(training, batch_var,
-                                        self._as_broadcast(self.moving_variance))
-                momentum = utils.select(training, _constant(self.momentum, self._param_dtype),
-                                        _constant(1.0, self._param_dtype))
-            self._add_moving_average_updates(x, batch_mean, batch_var, momentum)
-        outputs = self._normalize(x, mean, variance)
-        if outputs.dtype.base_dtype is not convert_to_tensor(inputs).dtype.base_dtype:
-            outputs = array_ops.cast(outputs, convert_to_tensor(inputs).dtype.base_dtype)
+            outputs, mean, variance = self._composite_call(inputs, training, known)
+        if known is not False:
+            momentum = _constant(self.momentum, self._param_dtype) if known else utils.select(
+                training, _constant(self.momentum, self._param_dtype),
+                _constant(1.0, self._param_dtype))
+            self.add_update(_assign_moving_average(self.moving_mean, mean, momentum))
+            self.add_update(_assign_moving_average(self.moving_variance, variance, momentum))
         return outputs
 
-    def _normalize(self, x, mean, variance):
-        """tf.nn.batch_normalization: x * inv + (beta - mean * inv), inv = gamma /
-        sqrt(variance + epsilon)."""
-        g = x.graph
-        with g.name_scope("batchnorm"):
-            eps = _constant(self.epsilon, self._param_dtype)
-            inv = math_ops.reciprocal(math_ops.sqrt(math_ops.add(variance, eps)))
-            if self.gamma is not None:
-                inv = math_ops.multiply(inv, self._as_broadcast(self.gamma))
-            shift = math_ops.multiply(mean, inv)
-            offset = math_ops.subtract(self._as_broadcast(self.beta), shift) \
-                if self.beta is not None else math_ops.negative(shift)
-            return math_ops.add(math_ops.multiply(x, inv), offset)
+    def _fused_call(self, inputs, training, known):
+        param_shape = self.moving_mean.shape.as_list()
+        gamma = self.gamma if self.gamma is not None else \
+            array_ops.constant(1.0, dtype=self._param_dtype, shape=param_shape)
+        beta = self.beta if self.beta is not None else \
+            array_ops.constant(0.0, dtype=self._param_dtype, shape=param_shape)
+        data_format = "NCHW" if self._axes == [1] else "NHWC"
 
-    def _add_moving_average_updates(self, x, batch_mean, batch_var, momentum) -> None:
-        variance = self._as_param(batch_var)
-        if self._bessel_moving_variance:
-            variance = math_ops.multiply(variance, _bessel_factor(x, variance))
-        self.add_update(_assign_moving_average(self.moving_mean, self._as_param(batch_mean),
-                                               momentum))
-        self.add_update(_assign_moving_average(self.moving_variance, variance, momentum))
+        def train():
+            return nn.fused_batch_norm(inputs, gamma, beta, epsilon=self.epsilon,
+                                       data_format=data_format)
+
+        def infer():
+            return nn.fused_batch_norm(inputs, gamma, beta, mean=self.moving_mean,
+                                       variance=self.moving_variance, epsilon=self.epsilon,
+                                       is_training=False, data_format=data_format)
+        if known is not None:
+            return train() if known else infer()
+        return tuple(utils.select(training, a, b) for a, b in zip(train(), infer()))
+
+    def _composite_call(self, inputs, training, known):
+        reduction = [i for i in range(len(self._broadcast)) if i not in self._axes]
+        if known is False:
+            mean, variance = self.moving_mean, self.moving_variance
+        else:
+            mean, variance = nn.moments(inputs, reduction, keep_dims=len(self._axes) > 1)
+            if known is None:
+                mean = utils.select(training, mean, array_ops.cast(self.moving_mean, mean.dtype))
+                variance = utils.select(training, variance,
+                                        array_ops.cast(self.moving_variance, variance.dtype))
+        dtype = inputs.dtype.base_dtype
+        cast = [None if t is None else array_ops.cast(t, dtype)
+                for t in (mean, variance, self.beta, self.gamma)]
+        b_mean, b_var, offset, scale = (self._as_broadcast(t) for t in cast)
+        outputs = nn.batch_normalization(inputs, b_mean, b_var, offset, scale, self.epsilon)
+        return outputs, mean, variance
 
 
 def _constant(value, dtype):
     return array_ops.constant(value, dtype=dtype)
-
-
-def _moments(x, axes: list[int]):
-    """tf.nn.moments with keep_dims: the mean, and the mean squared distance from it."""
-    g = x.graph
-    with g.name_scope("moments"):
-        mean = math_ops.reduce_mean(x, axes, keepdims=True, name="mean")
-        variance = math_ops.reduce_mean(
-            math_ops.squared_difference(x, array_ops.stop_gradient(mean)), axes,
-            keepdims=True, name="variance")
-    return mean, variance
-
-
-def _bessel_factor(x, variance):
-    """n / (n - 1), n being the number of values behind each channel's statistics."""
-    per_channel = x.shape.num_elements()
-    if per_channel is not None:
-        n = per_channel / variance.shape.num_elements()
-        return _constant(n / (n - 1.0) if n > 1 else 1.0, variance.dtype.base_dtype)
-    n = math_ops.divide(array_ops.cast(array_ops.size(x), variance.dtype.base_dtype),
-                        array_ops.cast(array_ops.size(variance), variance.dtype.base_dtype))
-    return math_ops.divide(n, math_ops.maximum(math_ops.subtract(n, 1.0), 1.0))
 
 
 def _assign_moving_average(variable, value, momentum):
@@ -190,6 +169,7 @@ def _assign_moving_average(variable, value, momentum):
     g = variable.graph
     with g.name_scope("AssignMovingAvg") as scope, g.colocate_with(variable):
         decay = math_ops.subtract(1.0, momentum)
+        value = array_ops.cast(value, variable.dtype.base_dtype)
         delta = math_ops.multiply(math_ops.subtract(variable, value), decay)
         return state_ops.assign_sub(variable, delta, name=scope)
 

@@ -35,7 +35,8 @@ def test_variable_names_follow_tf(graph):
     c2 = tf.layers.conv2d(c, 5, (3, 3), strides=2)
     f = tf.layers.flatten(tf.layers.max_pooling2d(c2, 2, 2))
     tf.layers.dense(tf.layers.dense(f, 3), 2)
-    tf.layers.batch_normalization(c, training=True)
+    bn = tf.layers.batch_normalization(c, training=True)
+    assert bn.name == "batch_normalization/FusedBatchNormV3:0"     # 4-D: the fused op
     assert [v.name for v in tf.global_variables()] == [
         "conv2d/kernel:0", "conv2d/bias:0", "conv2d_1/kernel:0", "conv2d_1/bias:0",
         "dense/kernel:0", "dense/bias:0", "dense_1/kernel:0", "dense_1/bias:0",

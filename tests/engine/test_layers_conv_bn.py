@@ -220,6 +220,32 @@ def test_a_training_tensor_picks_statistics_and_gates_the_update(graph):
     np.testing.assert_allclose(moving[1], 0.5 + 0.5 * x_val.var(0), rtol=1e-12)
 
 
+def test_fused_batch_norm_with_a_training_tensor(graph):
+    rng = np.random.default_rng(10)
+    x_val = rng.normal(1.0, 2.0, size=(3, 2, 4, 4))            # NCHW, channels on axis 1
+    x = tf.placeholder(tf.float64, [None, 2, 4, 4])
+    training = tf.placeholder(tf.bool, [])
+    layer = tf.layers.BatchNormalization(axis=1, momentum=0.6, epsilon=0.01)
+    y = layer(x, training=training)
+    assert {op.type for op in graph.get_operations()} >= {"FusedBatchNormV3"}
+    updates = tf.get_collection(tf.GraphKeys.UPDATE_OPS)
+    mean = x_val.mean(axis=(0, 2, 3))
+    var = x_val.var(axis=(0, 2, 3))
+    with tf.Session() as s:
+        s.run(tf.global_variables_initializer())
+        infer, _ = s.run([y, updates], {x: x_val, training: False})
+        unchanged = s.run([layer.moving_mean, layer.moving_variance])
+        train, _ = s.run([y, updates], {x: x_val, training: True})
+        moved = s.run([layer.moving_mean, layer.moving_variance])
+    np.testing.assert_allclose(infer, x_val / np.sqrt(1.01), rtol=1e-10)
+    assert [u.tolist() for u in unchanged] == [[0.0, 0.0], [1.0, 1.0]]
+    np.testing.assert_allclose(train, _bn(x_val, mean[:, None, None], var[:, None, None], 1, 0,
+                                         0.01), rtol=1e-10)
+    n = 3 * 4 * 4
+    np.testing.assert_allclose(moved[0], 0.4 * mean, rtol=1e-10)
+    np.testing.assert_allclose(moved[1], 0.6 + 0.4 * var * n / (n - 1), rtol=1e-10)
+
+
 def test_batch_norm_over_the_channels_first_axis(graph):
     rng = np.random.default_rng(8)
     x_val = rng.normal(size=(3, 2, 4, 5))
