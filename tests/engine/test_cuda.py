@@ -43,7 +43,8 @@ def _run_core_ops(config, x_val, w_val, labels_val):
             got = sess.run(outs, {x: x_val, labels: labels_val})
             placed = {sess.placement.device_of(t.op.name) for t in outs}
             devices = {d.name: d.torch_device for d in sess.list_devices()}
-    return got, {devices[p] for p in placed}
+            on = {t.op.type: devices[sess.placement.device_of(t.op.name)] for t in outs}
+    return got, {devices[p] for p in placed}, on
 
 
 def test_core_op_kernels_on_the_gpu_match_the_cpu():
@@ -51,12 +52,14 @@ def test_core_op_kernels_on_the_gpu_match_the_cpu():
     x_val = rng.randn(16, 6).astype(np.float32)
     w_val = rng.randn(6, 5).astype(np.float32)
     labels_val = np.eye(5, dtype=np.float32)[rng.randint(0, 5, 16)]
-    on_gpu, gpu_devices = _run_core_ops(tf.ConfigProto(allow_soft_placement=True),
-                                        x_val, w_val, labels_val)
-    on_cpu, cpu_devices = _run_core_ops(
+    on_gpu, _, by_type = _run_core_ops(tf.ConfigProto(allow_soft_placement=True),
+                                       x_val, w_val, labels_val)
+    on_cpu, cpu_devices, _ = _run_core_ops(
         tf.ConfigProto(allow_soft_placement=True, device_count=CPU_ONLY),
         x_val, w_val, labels_val)
-    assert gpu_devices == {"cuda:0"} and cpu_devices == {"cpu"}
+    assert cpu_devices == {"cpu"}
+    for op_type in ("MatMul", "Add", "Mul", "Sigmoid", "Tanh", "Relu", "Softmax", "Mean"):
+        assert by_type[op_type] == "cuda:0", op_type
     for i, (a, b) in enumerate(zip(on_gpu, on_cpu)):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5, err_msg=f"output {i}")
 
@@ -105,6 +108,8 @@ def test_variable_on_the_gpu_is_updated_in_place_and_read_across_the_cut():
 
 
 def test_memory_fraction_caps_the_gpu_and_oom_names_the_node():
+    if not hasattr(torch.cuda, "get_per_process_memory_fraction"):
+        pytest.skip("this torch cannot report the cap it was given")
     before = torch.cuda.get_per_process_memory_fraction(0)
     total = torch.cuda.get_device_properties(0).total_memory
     rows = int(total * 0.05) // (4 * 1024) + 1          # a 5%-of-the-GPU float32 tensor
@@ -150,4 +155,6 @@ def test_demo_trains_across_a_cuda_gpu_a_virtual_gpu_and_the_cpu(tmp_path):
     reader = RunReader(path)
     kinds = {d.name[-5:]: d.virtual for d in reader.devices()}
     assert kinds == {"CPU:0": False, "GPU:0": False, "GPU:1": True}
-    assert any(e.bytes > 0 for e in reader.cut_edges())
+    steps = reader.steps()
+    train = [s.bytes_moved for s in steps if s.plan == steps[1].plan]
+    assert len(train) == 150 and min(train) > 0     # every training step crossed the cuts

@@ -7,6 +7,7 @@ tf.gradients' aggregation_method."""
 import gc
 import itertools
 import weakref
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -56,7 +57,8 @@ HONOURED = {
     "GPUOptions": {
         "allow_growth": "test_gpu_options_are_validated_and_assignable",
         "per_process_gpu_memory_fraction": "test_gpu_memory_fraction_caps_each_cuda_device",
-        "visible_device_list": "test_devices.py::test_visible_device_list_picks_and_orders",
+        "visible_device_list":
+            "test_devices.py::test_visible_device_list_picks_and_orders_cuda_devices",
     },
     "RunOptions": {
         "trace_level": "test_trace_level_fills_step_stats",
@@ -92,6 +94,16 @@ def test_every_field_is_honoured_or_refused_by_name(cls, tf_fields):
         with pytest.raises(AttributeError, match=rf"{cls.__name__}\.{name} is a TensorFlow "
                                                  "field"):
             setattr(cls(), name, 1)
+
+
+def test_every_honoured_field_names_a_test_that_exists():
+    here = Path(__file__).parent
+    for where in (w for fields in HONOURED.values() for w in fields.values()):
+        if not where.startswith("test_"):
+            continue        # tested by another family's module
+        module, _, name = where.rpartition("::")
+        text = (here / module).read_text() if module else Path(__file__).read_text()
+        assert f"def {name}(" in text, where
 
 
 def test_unknown_fields_are_refused_as_protobuf_does():
