@@ -377,6 +377,10 @@ def split(value, num_or_size_splits, axis=0, num=None, name: str = "split") -> l
 def stack(values, axis: int = 0, name: str = "stack") -> Tensor:
     if axis == 0 and not _holds_graph_value(values):
         return make_constant(values, name=name)
+    if is_graph_value(values):
+        if axis != 0:
+            raise TypeError(f"Expected list for 'values' argument to 'Pack' Op, not {values}.")
+        return convert_to_tensor(values)     # TF: a tensor is already its own stack
     values = list(values)
     g = graph_of(values)
     with op_scope(g, name, "stack") as scope:
