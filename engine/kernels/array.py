@@ -154,6 +154,14 @@ def outputs(values: list):
     return values[0] if len(values) == 1 else tuple(values)
 
 
+def on_one_device(values, device) -> list[torch.Tensor]:
+    """A kernel's inputs may mix host tensors (shapes stay in host memory, TF's HostMemory)
+    with tensors on the kernel's device; torch needs one device."""
+    if all(v.device == values[0].device for v in values):
+        return list(values)
+    return [v.to(device) for v in values]
+
+
 def _axis_in(node, axis: int, rank: int, message: str) -> int:
     if not -rank <= axis < rank:
         raise invalid(node, message)
@@ -178,13 +186,15 @@ def _check_concat_shapes(node, values, axis: int) -> None:
 @kernel("ConcatV2", CPU={"T": ALL_TYPES, "Tidx": INDEX_TYPES},
         GPU={"T": ALL_TYPES, "Tidx": INDEX_TYPES}, host_memory=("axis",))
 def concat(node, ctx):
+    device = ctx.torch_device
+
     def run(*args):
         values, axis = args[:-1], int(args[-1])
         rank = values[0].dim()
         axis = _axis_in(node, axis, rank, f"ConcatOp : Expected concatenating dimensions in the "
                                           f"range [{-rank}, {rank}), but got {axis}")
         _check_concat_shapes(node, values, axis)
-        return torch.cat(values, axis)
+        return torch.cat(on_one_device(values, device), axis)
     return run
 
 
@@ -263,7 +273,7 @@ def split_v(node, ctx):
 
 @kernel("Pack", CPU={"T": ALL_TYPES}, GPU={"T": ALL_TYPES})
 def pack(node, ctx):
-    axis = node.attr["axis"]
+    axis, device = node.attr["axis"], ctx.torch_device
 
     def run(*values):
         first = values[0].shape
@@ -274,7 +284,7 @@ def pack(node, ctx):
                                     f"{shape_str(v.shape)}")
         rank = len(first) + 1
         a = _axis_in(node, axis, rank, f"axis = {axis} not in [{-rank}, {rank})")
-        return torch.stack(values, a)
+        return torch.stack(on_one_device(values, device), a)
     return run
 
 

@@ -8,7 +8,7 @@ import numpy as np
 import torch
 
 from engine import dtypes
-from engine.kernels.array import ints, invalid, shape_str
+from engine.kernels.array import ints, invalid, on_one_device, shape_str
 from engine.kernels.registry import ALL_TYPES, CPU_NUMERIC, GPU_REAL, INDEX_TYPES, kernel
 from engine.ops import strided_slice as ss
 
@@ -124,15 +124,12 @@ def strided_slice_grad(node, ctx):
 
 # -- gathers and scatters ---------------------------------------------------------------------
 
-def _check_range(node, indices: torch.Tensor, limit: int, label: str, low: int = 0) -> None:
-    bad = (indices < low) | (indices >= limit)
-    if bool(bad.any()):
-        flat = int(torch.nonzero(bad.reshape(-1))[0])
-        value = int(indices.reshape(-1)[flat])
-        where = _position(indices.shape, flat)
-        if label == "segment_ids":
-            raise invalid(node, f"segment_ids{where} = {value} is out of range [0, {limit})")
-        raise invalid(node, f"{label}{where} = {value} is not in [0, {limit})")
+def _first_bad(indices: torch.Tensor, bad: torch.Tensor) -> tuple[str, int] | None:
+    """Where the first flagged index sits (TF's `[1,0]` spelling) and its value."""
+    if not bool(bad.any()):
+        return None
+    flat = int(torch.nonzero(bad.reshape(-1))[0])
+    return _position(indices.shape, flat), int(indices.reshape(-1)[flat])
 
 
 @kernel("GatherV2", CPU={"Tparams": ALL_TYPES, "Tindices": INDEX_TYPES},
@@ -143,8 +140,10 @@ def gather(node, ctx):
         if not -rank <= a < rank:
             raise invalid(node, f"Expected axis in the range [{-rank}, {rank}), but got {a}")
         a %= rank
-        idx = _long(indices, params.device)
-        _check_range(node, idx, params.shape[a], "indices")
+        idx, limit = _long(indices, params.device), params.shape[a]
+        bad = _first_bad(idx, (idx < 0) | (idx >= limit))
+        if bad:
+            raise invalid(node, f"indices{bad[0]} = {bad[1]} is not in [0, {limit})")
         out = params.index_select(a, idx.reshape(-1))
         return out.reshape(tuple(params.shape[:a]) + tuple(indices.shape) +
                            tuple(params.shape[a + 1:]))
@@ -218,7 +217,9 @@ def unsorted_segment_sum(node, ctx):
             raise invalid(node, f"data.shape = {shape_str(data.shape)} does not start with "
                                 f"segment_ids.shape = {shape_str(segment_ids.shape)}")
         ids = _long(segment_ids, data.device)
-        _check_range(node, ids, count, "segment_ids", low=-(1 << 62))
+        bad = _first_bad(ids, ids >= count)
+        if bad:
+            raise invalid(node, f"segment_ids{bad[0]} = {bad[1]} is out of range [0, {count})")
         rest = tuple(data.shape[k:])
         flat, values = ids.reshape(-1), data.reshape((-1,) + rest)
         keep = flat >= 0        # TF drops negative ids
@@ -246,7 +247,10 @@ def _same_size(node, t, e) -> None:
 
 @kernel("Select", CPU={"T": ALL_TYPES}, GPU={"T": ALL_TYPES})
 def select(node, ctx):
+    device = ctx.torch_device
+
     def run(cond, t, e):
+        cond, t, e = on_one_device((cond, t, e), device)
         _same_size(node, t, e)
         if cond.dim() == 0:
             return (t if bool(cond) else e).clone()
@@ -268,7 +272,10 @@ def select(node, ctx):
 
 @kernel("SelectV2", CPU={"T": ALL_TYPES}, GPU={"T": ALL_TYPES})
 def select_v2(node, ctx):
+    device = ctx.torch_device
+
     def run(cond, t, e):
+        cond, t, e = on_one_device((cond, t, e), device)
         try:
             torch.broadcast_shapes(cond.shape, t.shape, e.shape)
         except RuntimeError:
@@ -282,7 +289,7 @@ def select_v2(node, ctx):
         GPU={"T": ALL_TYPES, "TI": (dtypes.uint8, dtypes.int8) + INDEX_TYPES},
         host_memory=("depth",))
 def one_hot(node, ctx):
-    axis = node.attr["axis"]
+    axis, device = node.attr["axis"], ctx.torch_device
 
     def run(indices, depth, on_value, off_value):
         d = int(depth)
@@ -292,7 +299,6 @@ def one_hot(node, ctx):
         if not (axis == -1 or 0 <= axis < rank):
             raise invalid(node, f"Expected axis to be -1 or between [0, {rank}).  But "
                                 f"received: {axis}")
-        device = on_value.device
         hot = _long(indices, device).unsqueeze(-1) == torch.arange(d, device=device)
         out = torch.where(hot, on_value.to(device), off_value.to(device))
         return out if axis == -1 else out.movedim(-1, axis).contiguous()

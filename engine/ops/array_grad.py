@@ -146,12 +146,14 @@ def _unsorted_segment_sum_grad(op, grad):
     data, ids = op.inputs[0], op.inputs[1]
     gathered = I.gather(grad, M.maximum(ids, A.zeros_like(ids)))
     keep = M.greater(ids, -1)
-    extra = None if _rank(data) is None or _rank(ids) is None else _rank(data) - _rank(ids)
-    if extra is None:
-        raise ValueError(f"The gradient of UnsortedSegmentSum '{op.name}' needs data and "
-                         "segment_ids of known rank.")
-    if extra:
-        keep = A.reshape(keep, A.concat([A.shape(ids), np.ones(extra, np.int32)], 0))
+    if _rank(data) is None or _rank(ids) is None:
+        # One trailing 1 per data dim beyond the ids' dims, counted at run time.
+        extra = M.subtract(A.size(A.shape(gathered)), A.size(A.shape(ids)))
+        ones = A.fill(A.expand_dims(extra, 0), np.int32(1))
+        keep = A.reshape(keep, A.concat([A.shape(ids), ones], 0))
+    elif _rank(data) > _rank(ids):
+        ones = np.ones(_rank(data) - _rank(ids), np.int32)
+        keep = A.reshape(keep, A.concat([A.shape(ids), ones], 0))
     return A.where_v2(keep, gathered, A.zeros_like(gathered)), None, None
 
 

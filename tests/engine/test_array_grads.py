@@ -312,3 +312,47 @@ def test_one_hot_and_where_pass_no_gradient():
         y = tf.reduce_sum(tf.cast(tf.where(x > 0), tf.float32)) + tf.reduce_sum(
             tf.one_hot(tf.cast(x, tf.int32), 4))
         assert tf.gradients(y, x) == [None]
+
+
+UNKNOWN_RANK = {
+    "concat": (lambda p: tf.concat([p, p * 2.0], 0), lambda a: torch.cat([a, a * 2], 0)),
+    "split": (lambda p: tf.split(p, 2, 0)[1], lambda a: a[1:]),
+    "split_v": (lambda p: tf.split(p, [1, -1], 1)[1], lambda a: a[:, 1:]),
+    "slice": (lambda p: tf.slice(p, [1, 0], [1, -1]), lambda a: a[1:2]),
+    "getitem": (lambda p: p[::-1, 1:], lambda a: a.flip(0)[:, 1:]),
+    "gather": (lambda p: tf.gather(p, [1, 0, 1]), lambda a: a[[1, 0, 1]]),
+    "gather_nd": (lambda p: tf.gather_nd(p, [[1, 0], [0, 1]]), lambda a: a[[1, 0], [0, 1]]),
+    "transpose": (lambda p: tf.transpose(p), lambda a: a.T),
+    "squeeze": (lambda p: tf.squeeze(p[:1]), lambda a: a[0]),
+    "pad": (lambda p: tf.pad(p, [[1, 0], [0, 2]]), lambda a: F.pad(a, (0, 2, 1, 0))),
+    "mirror_pad": (lambda p: tf.pad(p, [[1, 0], [0, 1]], "SYMMETRIC"),
+                   lambda a: torch.cat([torch.cat([a[:1], a]), torch.cat([a[:1], a])[:, -1:]],
+                                       1)),
+    "tile": (lambda p: tf.tile(p, [2, 1]), lambda a: a.repeat(2, 1)),
+    "stack": (lambda p: tf.stack([p, p * 3.0]), lambda a: torch.stack([a, a * 3])),
+    "unstack": (lambda p: tf.unstack(p, num=2)[1], lambda a: a[1]),
+    "reverse": (lambda p: tf.reverse(p, [1]), lambda a: a.flip(1)),
+    "select": (lambda p: tf.where(p > 0, p, -p), lambda a: torch.where(a > 0, a, -a)),
+    "select_v2": (lambda p: tf.where_v2(p > 0, p, 0.0),
+                  lambda a: torch.where(a > 0, a, torch.zeros((), dtype=a.dtype))),
+    "segment_sum": (lambda p: tf.unsorted_segment_sum(p, [1, 0], 2), lambda a: a.flip(0)),
+    "boolean_mask": (lambda p: tf.boolean_mask(p, [True, False]), lambda a: a[:1]),
+    "embedding": (lambda p: tf.nn.embedding_lookup(p, [1, 1, 0]), lambda a: a[[1, 1, 0]]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(UNKNOWN_RANK))
+def test_gradients_through_inputs_of_unknown_rank(name):
+    tf_fn, torch_fn = UNKNOWN_RANK[name]
+    x = rand(_rng(28), (2, 3))
+    g = tf.Graph()
+    with g.as_default():
+        p, dy = tf.placeholder(tf.float64), tf.placeholder(tf.float64)
+        out = tf_fn(p)
+        grad = tf.gradients(out, p, grad_ys=dy)[0]
+        with tf.Session(graph=g) as s:
+            w = rand(_rng(29), s.run(out, {p: x}).shape)
+            got = s.run(grad, {p: x, dy: w})
+    t = torch.from_numpy(x).requires_grad_()
+    want = torch.autograd.grad((torch_fn(t) * torch.from_numpy(w)).sum(), t)[0]
+    np.testing.assert_allclose(got, want.numpy(), rtol=1e-12, atol=1e-12)

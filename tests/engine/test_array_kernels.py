@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 from kernel_harness import FLOATS, NUMERIC, assert_close, covers, rand, tf_dtype
 
 import engine as tf
+from engine.kernels.registry import KernelContext, find_kernel
 from engine.ops import array_index
 
 MOVABLE = NUMERIC + [np.bool_]
@@ -404,3 +406,59 @@ def test_boolean_mask(runner, shape):
     got, got_cols = runner.run([out, cols], {p: x})
     assert_close(got, x[mask], np.float32)
     assert_close(got_cols, x[:, :, [0, 3]], np.float32)
+
+
+# ---- device placement of kernel results, without a GPU ----
+
+def _meta_run(build, inputs):
+    """Runs the GPU kernel of the op `build` makes on meta-device stand-ins for CUDA tensors,
+    with the host-memory inputs (shapes, indices) left on the CPU, and returns its outputs."""
+    g = tf.Graph()
+    with g.as_default():
+        holders = [tf.placeholder(tf_dtype(v.dtype), v.shape) for v, _ in inputs]
+        op = build(*holders).op
+    node = op.node_def
+    kdef = find_kernel(node, "GPU")
+    run = kdef.factory(node, KernelContext(None, torch.device("meta"), None))
+    args = [torch.from_numpy(np.asarray(v)).to(device) for v, device in inputs]
+    # The op's other inputs are Consts (axes, perms, paddings): host memory.
+    consts = {t.op.name: torch.from_numpy(t.op.attrs["value"]) for t in op.inputs
+              if t.op.type == "Const"}
+    feeds = iter(args)
+    full = [consts[t.op.name] if t.op.name in consts else next(feeds) for t in op.inputs]
+    out = run(*full)
+    return op.type, out if isinstance(out, tuple) else (out,)
+
+
+X = np.zeros((2, 3), np.float32)
+B = np.zeros((2, 3), bool)
+META_CASES = {
+    "ConcatV2": (lambda a, b: tf.concat([a, b], 0), [(X, "meta"), (X, "cpu")]),
+    "Pack": (lambda a, b: tf.stack([a, b], 1), [(X, "cpu"), (X, "meta")]),
+    "Select": (lambda c, a, b: tf.where(c, a, b), [(B, "meta"), (X, "meta"), (X, "cpu")]),
+    "SelectV2": (lambda c, a, b: tf.where_v2(c, a, b), [(B, "cpu"), (X, "meta"), (X, "meta")]),
+    "StridedSlice": (lambda a: a[::-1, 1:], [(X, "meta")]),
+    "StridedSliceGrad": (lambda d: array_index.strided_slice_grad([3, 4], [2], [0], [-1], d),
+                         [(np.zeros((2, 4), np.float32), "meta")]),
+    "Slice": (lambda a: tf.slice(a, [0, 1], [-1, 2]), [(X, "meta")]),
+    "Split": (lambda a: tf.split(a, 3, 1)[0], [(X, "meta")]),
+    "SplitV": (lambda a: tf.split(a, [1, -1], 1)[0], [(X, "meta")]),
+    "Unpack": (lambda a: tf.unstack(a)[0], [(X, "meta")]),
+    "Transpose": (lambda a: tf.transpose(a), [(X, "meta")]),
+    "Tile": (lambda a: tf.tile(a, [2, 1]), [(X, "meta")]),
+    "Pad": (lambda a: tf.pad(a, [[1, 0], [0, 1]]), [(X, "meta")]),
+    "PadV2": (lambda a: tf.pad(a, [[1, 0], [0, 1]], constant_values=2.0), [(X, "meta")]),
+    "MirrorPad": (lambda a: tf.pad(a, [[1, 0], [0, 2]], "REFLECT"), [(X, "meta")]),
+    "MirrorPadGrad": (lambda a: tf.array_ops.mirror_pad_grad(a, [[0, 1], [1, 0]], "SYMMETRIC"),
+                      [(X, "meta")]),
+    "Squeeze": (lambda a: tf.squeeze(a, [0]), [(X[:1], "meta")]),
+    "ReverseV2": (lambda a: tf.reverse(a, [1]), [(X, "meta")]),
+    "OneHot": (lambda i: tf.one_hot(i, 4), [(np.zeros(3, np.int64), "meta")]),
+}
+
+
+@pytest.mark.parametrize("op_type", sorted(META_CASES))
+def test_gpu_kernels_keep_results_on_the_device(op_type):
+    op, outs = _meta_run(*META_CASES[op_type])
+    assert op == op_type
+    assert all(o.device.type == "meta" for o in outs), [o.device for o in outs]

@@ -480,3 +480,21 @@ def test_unknown_rank_placeholder_works_through_every_op(name):
         for shape in ((2,), (2, 3), (2, 1, 2)):
             value = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape) % 3
             np.testing.assert_allclose(s.run(out, {p: value}), NUMPY_OF[name](value))
+
+
+def test_array_op_attrs_survive_the_json_graph_format(fresh_graph):
+    p = tf.placeholder(tf.float32, [None, 4, 5], name="p")
+    padded = tf.pad(p[:, ::-1, tf.newaxis], [[0, 0], [1, 1], [0, 0], [2, 0]], "REFLECT")
+    pieces = tf.split(tf.squeeze(padded, [2]), [1, -1], 1)
+    out = tf.identity(tf.gather(tf.transpose(tf.concat(pieces[::-1], 1), [0, 2, 1]), [0],
+                                axis=1), name="out")
+    copy = tf.Graph()
+    with copy.as_default():
+        tf.import_graph_def(tf.graph_def_from_json(tf.graph_def_to_json(
+            fresh_graph.as_graph_def())), name="")
+    x = np.random.default_rng(0).uniform(size=(2, 4, 5)).astype(np.float32)
+    with tf.Session(graph=fresh_graph) as s:
+        want = s.run(out, {p: x})
+    with tf.Session(graph=copy) as s:
+        np.testing.assert_array_equal(s.run("out:0", {"p:0": x}), want)
+    assert copy.get_operation_by_name("out").outputs[0].shape.as_list() == [None, 1, 6]
