@@ -114,8 +114,7 @@ def _concat_infer(op):
     axis = _scalar_axis(op, axis_t)
     if axis is None or rank is None:
         return [(dtype, unknown_of_rank(rank))]
-    min_rank = -axis if axis < 0 else axis + 1
-    with_rank_at_least(op, values[0].shape, min_rank)
+    with_rank_at_least(op, unknown_of_rank(rank), -axis if axis < 0 else axis + 1)
     axis %= rank
     known = [v.shape for v in values]
     # TF merges from the last input backwards, the dims before and after the axis separately.
@@ -129,7 +128,7 @@ def _concat_infer(op):
 
 def _concat_offset_infer(op):
     shapes = op.inputs[1:]
-    return [(dtypes.int32, merge(op, s.shape, shapes[0].shape)) for s in shapes]
+    return [(s.dtype.base_dtype, merge(op, s.shape, shapes[0].shape)) for s in shapes]
 
 
 def _split_axis(op, axis_t, x) -> int | None:
@@ -310,8 +309,9 @@ def _transpose_infer(op):
     dtype = x.dtype.base_dtype
     perm = static_ints(perm_t)
     length = perm_t.shape[0] if perm_t.shape.ndims == 1 else None
-    rank = x.shape.ndims if x.shape.ndims is not None else \
-        length if length is not None else None if perm is None else len(perm)
+    # The rank comes from the input, else from perm's length or value.
+    rank = next((r for r in (x.shape.ndims, length, None if perm is None else len(perm))
+                 if r is not None), None)
     if rank is None:
         return [(dtype, UNKNOWN)]
     if x.shape.ndims is None and rank < 2:
