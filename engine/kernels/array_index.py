@@ -8,7 +8,7 @@ import numpy as np
 import torch
 
 from engine import dtypes
-from engine.kernels.array import ints, invalid, on_one_device, shape_str
+from engine.kernels.array_restructure import ints, invalid, on_one_device, shape_str
 from engine.kernels.registry import ALL_TYPES, CPU_NUMERIC, GPU_REAL, INDEX_TYPES, kernel
 from engine.ops import strided_slice as ss
 

@@ -179,7 +179,7 @@ def placeholder(dtype, shape=None, name: str | None = None):
 
 def _unary(op_type: str, x, name, attrs=None):
     x = convert_to_tensor(x)
-    return graph_of(x).create_op(op_type, [x], {"T": x.dtype.base_dtype, **(attrs or {})},
+    return graph_of(x).create_op(op_type, [x], attrs or {"T": x.dtype.base_dtype},
                                  name=name or op_type).outputs[0]
 
 
@@ -512,7 +512,8 @@ def squeeze(input, axis=None, name: str | None = None, squeeze_dims=None):  # no
         axis = squeeze_dims
     axis = [] if axis is None else [int(axis)] if np.ndim(axis) == 0 else \
         [int(a) for a in axis]
-    return _unary("Squeeze", input, name, {"squeeze_dims": axis})
+    x = convert_to_tensor(input)
+    return _unary("Squeeze", x, name, {"T": x.dtype.base_dtype, "squeeze_dims": axis})
 
 
 def shape_n(input, out_type=dtypes.int32, name: str | None = None) -> list[Tensor]:  # noqa: A002
