@@ -45,6 +45,7 @@ def _identity(x):
 
 @kernel("Identity", CPU=_ANY, GPU=_ANY)
 @kernel("StopGradient", CPU=_ANY, GPU=_ANY)
+@kernel("PlaceholderWithDefault", CPU=_ANY, GPU=_ANY)
 def identity(node, ctx):
     return _identity
 

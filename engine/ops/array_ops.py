@@ -40,6 +40,7 @@ __all__ = [
     "ones_like",
     "pad",
     "placeholder",
+    "placeholder_with_default",
     "reshape",
     "reverse",
     "reverse_v2",
@@ -74,6 +75,15 @@ def _const_infer(op):
 
 def _placeholder_infer(op):
     return [(op.attrs["dtype"], op.attrs["shape"])]
+
+
+def _placeholder_with_default_infer(op):
+    default = op.inputs[0]
+    if not op.attrs["shape"].is_compatible_with(default.shape):
+        raise shape_error(op, f"Shapes must be equal rank / compatible: the default has shape "
+                              f"{default.shape.bracket_str()}, the placeholder "
+                              f"{op.attrs['shape'].bracket_str()}")
+    return [(default.dtype.base_dtype, op.attrs["shape"])]
 
 
 def _reshape_infer(op):
@@ -150,6 +160,7 @@ def _fill_infer(op):
 
 register_op("Const", _const_infer)
 register_op("Placeholder", _placeholder_infer)
+register_op("PlaceholderWithDefault", _placeholder_with_default_infer)
 register_op("Identity", _same_as_input)
 register_op("StopGradient", _same_as_input)
 register_op("ZerosLike", _same_as_input)
@@ -175,6 +186,15 @@ def placeholder(dtype, shape=None, name: str | None = None):
     op = g.create_op("Placeholder", [], {"dtype": dtype, "shape": as_shape(shape)},
                      name=name or "Placeholder")
     return op.outputs[0]
+
+
+def placeholder_with_default(input, shape, name: str | None = None):  # noqa: A002
+    """A placeholder that yields `input` when it is not fed (TF's PlaceholderWithDefault)."""
+    default = convert_to_tensor(input)
+    return graph_of(default).create_op(
+        "PlaceholderWithDefault", [default],
+        {"dtype": default.dtype.base_dtype, "shape": as_shape(shape)},
+        name=name or "PlaceholderWithDefault").outputs[0]
 
 
 def _unary(op_type: str, x, name, attrs=None):
