@@ -7,7 +7,7 @@ import numpy as np
 
 from engine import dtypes
 from engine.graph import Tensor
-from engine.ops import array_ops, init_ops, math_ops
+from engine.ops import array_ops, init_ops
 from engine.ops.core import constant_value, convert_to_tensor
 
 # Default initializers of the layers' arguments (initializers keep no state, and
@@ -64,15 +64,13 @@ def static_bool(value) -> bool | None:
 
 
 def select(pred, if_true, if_false):
-    """pred ? if_true : if_false for a scalar bool tensor `pred`, by arithmetic
-    (c * if_true + (1 - c) * if_false). Both branches are computed: this engine has no tf.cond
-    yet. A non-finite value in the branch not taken would still show as NaN."""
-    if_true, if_false = convert_to_tensor(if_true), convert_to_tensor(if_false)
-    dtype = if_true.dtype.base_dtype
+    """pred ? if_true : if_false for a scalar bool tensor `pred` (SelectV2, which broadcasts
+    the scalar). Both branches are computed: this engine has no tf.cond yet; unlike an
+    arithmetic blend, a non-finite value in the branch not taken does not leak through."""
+    if_true = convert_to_tensor(if_true)
+    if_false = convert_to_tensor(if_false, dtype=if_true.dtype.base_dtype)
     pred = convert_to_tensor(pred, dtype=dtypes.bool)
-    c = array_ops.cast(pred, dtype)
-    return math_ops.add(math_ops.multiply(c, if_true),
-                        math_ops.multiply(math_ops.subtract(1.0, c), if_false))
+    return array_ops.where_v2(pred, if_true, if_false)
 
 
 def smart_select(pred, true_fn, false_fn):

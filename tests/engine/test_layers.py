@@ -249,3 +249,13 @@ def test_a_small_mlp_with_batch_norm_and_dropout_trains(graph):
         moving = s.run(graph.get_tensor_by_name("batch_normalization/moving_mean/read:0"))
     assert last < 0.05 * first
     assert np.abs(moving).max() > 0.01             # the update ops ran with the train step
+
+
+def test_select_on_a_tensor_flag_does_not_leak_the_untaken_branch():
+    from engine.layers.utils import select
+    with tf.Graph().as_default():
+        flag = tf.placeholder(tf.bool, [])
+        out = select(flag, tf.constant([np.nan, np.inf]), tf.constant([1.0, 2.0]))
+        with tf.Session() as sess:
+            np.testing.assert_array_equal(sess.run(out, {flag: False}), [1.0, 2.0])
+            assert np.isnan(sess.run(out, {flag: True})[0])
