@@ -255,10 +255,10 @@ class StepCounterHook(SessionRunHook):
 
     def begin(self) -> None:
         from engine import train
-        if self._summary_writer is None and self._output_dir:
-            self._summary_writer = _writer_for(self._output_dir)
         self._global_step = _global_step_read("StepCounterHook")
         self._summary_tag = train.get_global_step().op.name + "/sec"
+        if self._summary_writer is None and self._output_dir:
+            self._summary_writer = _writer_for(self._output_dir)
 
     def before_run(self, run_context):
         return SessionRunArgs(self._global_step)
@@ -337,8 +337,8 @@ class CheckpointSaverHook(SessionRunHook):
         self._save_graph_def = save_graph_def
 
     def begin(self) -> None:
-        self._summary_writer = _writer_for(self._checkpoint_dir)
         self._global_step = _global_step_read("CheckpointSaverHook")
+        self._summary_writer = _writer_for(self._checkpoint_dir)
         for listener in self._listeners:
             listener.begin()
 
@@ -423,9 +423,9 @@ class ProfilerHook(SessionRunHook):
         self._timer = SecondOrStepTimer(every_secs=save_secs, every_steps=save_steps)
 
     def begin(self) -> None:
-        self._file_writer = _writer_for(self._output_dir or os.curdir)
         self._next_step = None
         self._global_step = _global_step_read("ProfilerHook")
+        self._file_writer = _writer_for(self._output_dir or os.curdir)
 
     def before_run(self, run_context):
         from engine.runtime.config import RunOptions

@@ -15,6 +15,14 @@ import engine as tf
 from engine.train import hooks as hooks_module
 
 
+@pytest.fixture(autouse=True)
+def _close_cached_writers():
+    """Hooks open run stores through the process-wide FileWriterCache; close them per test."""
+    from engine.summary import FileWriterCache
+    yield
+    FileWriterCache.clear()
+
+
 class Clock:
     def __init__(self, start: float = 1000.0):
         self.now = start

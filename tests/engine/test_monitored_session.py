@@ -14,6 +14,14 @@ import engine as tf
 from engine import errors
 
 
+@pytest.fixture(autouse=True)
+def _close_cached_writers():
+    """Hooks open run stores through the process-wide FileWriterCache; close them per test."""
+    from engine.summary import FileWriterCache
+    yield
+    FileWriterCache.clear()
+
+
 class RecordingHook(tf.train.SessionRunHook):
     """Records every call; optionally fetches, feeds, asks for options or stops."""
 
