@@ -314,6 +314,9 @@ def test_training_is_killed_and_resumes_from_the_latest_checkpoint(tmp_path, cap
     assert runs == 7
     assert tf.train.latest_checkpoint(directory) == os.path.join(directory, "model.ckpt-17")
     assert tf.train.load_variable(directory, "global_step") == 17
+    # The resumed Saver took over the earlier checkpoints, so max_to_keep counts them too.
+    assert tf.train.get_checkpoint_state(directory).all_model_checkpoint_paths == [
+        os.path.join(directory, f"model.ckpt-{n}") for n in (0, 5, 10, 15, 17)]
 
 
 def test_resumed_training_gives_the_numbers_of_an_uninterrupted_run(tmp_path):
