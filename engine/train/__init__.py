@@ -7,6 +7,7 @@ from engine.train.checkpoint_state import *  # noqa: F401,F403
 from engine.train.coordinator import *  # noqa: F401,F403
 from engine.train.hooks import *  # noqa: F401,F403
 from engine.train.learning_rate_decay import *  # noqa: F401,F403
+from engine.train.meta_graph import *  # noqa: F401,F403
 from engine.train.monitored_session import *  # noqa: F401,F403
 from engine.train.moving_averages import *  # noqa: F401,F403
 from engine.train.optimizer import (  # noqa: F401
@@ -18,5 +19,6 @@ from engine.train.optimizer import (  # noqa: F401
 )
 from engine.train.optimizers import *  # noqa: F401,F403
 from engine.train.saver import *  # noqa: F401,F403
+from engine.train.saving_hooks import *  # noqa: F401,F403
 from engine.train.session_manager import *  # noqa: F401,F403
 from engine.train.session_run_hook import *  # noqa: F401,F403

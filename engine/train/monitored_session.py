@@ -1,8 +1,6 @@
 """tf.train.MonitoredSession, SingularMonitoredSession, MonitoredTrainingSession, the
-Scaffold and the session creators (TF_BEHAVIOUR 8.1-8.3). A monitored session is a stack of
-wrappers around one Session: recoverable (recreated after a preemption error), coordinated
-(a Coordinator's stop and errors), hooked (hooks' fetches, feeds and options merged into
-each run)."""
+Scaffold and the session creators (TF_BEHAVIOUR 8.1-8.3). The wrappers a monitored session
+stacks around its Session are in engine/train/wrapped_sessions.py."""
 
 from __future__ import annotations
 
@@ -11,10 +9,12 @@ import logging
 
 from engine import errors
 from engine.graph import get_default_graph
-from engine.runtime.config import RunMetadata, RunOptions
-from engine.train.coordinator import Coordinator
 from engine.train.session_manager import SessionManager
-from engine.train.session_run_hook import SessionRunArgs, SessionRunContext, SessionRunValues
+from engine.train.wrapped_sessions import (
+    CoordinatedSessionCreator,
+    RecoverableSession,
+    StepContext,
+)
 
 __all__ = [
     "ChiefSessionCreator",
@@ -27,7 +27,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger("engine.train")
-_PREEMPTION_ERRORS = (errors.AbortedError, errors.UnavailableError)
 USE_DEFAULT = object()
 # tf.GraphKeys names of the collections a Scaffold reads its defaults from.
 INIT_OP, READY_OP, READY_FOR_LOCAL_INIT_OP = "init_op", "ready_op", "ready_for_local_init_op"
@@ -217,10 +216,10 @@ class _MonitoredSession:
         self._hooks = list(hooks or [])
         for hook in self._hooks:
             hook.begin()
-        self._coordinated_creator = _CoordinatedSessionCreator(
+        self._coordinated_creator = CoordinatedSessionCreator(
             session_creator or ChiefSessionCreator(), self._hooks, stop_grace_period_secs)
         if should_recover:
-            self._sess = _RecoverableSession(self._coordinated_creator)
+            self._sess = RecoverableSession(self._coordinated_creator)
         else:
             self._sess = self._coordinated_creator.create_session()
 
@@ -243,20 +242,7 @@ class _MonitoredSession:
                              f"Got {arguments} instead.")
         return self._sess.run_step_fn(step_fn, self._tf_sess(), run_with_hooks=None)
 
-    class StepContext:
-        def __init__(self, session, run_with_hooks_fn):
-            self._session = session
-            self._run_with_hooks_fn = run_with_hooks_fn
-
-        @property
-        def session(self):
-            return self._session
-
-        def run_with_hooks(self, *args, **kwargs):
-            return self._run_with_hooks_fn(*args, **kwargs)
-
-        def request_stop(self):
-            raise StopIteration("step_fn has requested the iterations to stop.")
+    StepContext = StepContext
 
     def should_stop(self) -> bool:
         return self._sess is None or self._sess.should_stop()
@@ -337,7 +323,8 @@ def MonitoredTrainingSession(master: str = "", is_chief: bool = True,  # noqa: N
     saves into) checkpoint_dir, and gets a StepCounterHook, a SummarySaverHook and a
     CheckpointSaverHook by default (TF_BEHAVIOUR 8.3); other workers get the user's hooks."""
     from engine.summary.hook import SummarySaverHook
-    from engine.train.hooks import CheckpointSaverHook, StepCounterHook
+    from engine.train.hooks import StepCounterHook
+    from engine.train.saving_hooks import CheckpointSaverHook
     save_summaries_steps, save_summaries_secs = _one_of(save_summaries_steps,
                                                         save_summaries_secs, 100, None)
     save_checkpoint_steps, save_checkpoint_secs = _one_of(save_checkpoint_steps,
@@ -376,229 +363,3 @@ def _one_of(steps, secs, default_steps, default_secs):
     if steps is USE_DEFAULT and secs is USE_DEFAULT:
         return default_steps, default_secs
     return (None if steps is USE_DEFAULT else steps), (None if secs is USE_DEFAULT else secs)
-
-
-# -- the wrappers ----------------------------------------------------------------------------
-
-class _CoordinatedSessionCreator(SessionCreator):
-    """Creates the raw session, a Coordinator, and calls after_create_session on the hooks."""
-
-    def __init__(self, session_creator, hooks, stop_grace_period_secs: float):
-        self._session_creator = session_creator
-        self._hooks = hooks
-        self._stop_grace_period_secs = stop_grace_period_secs
-        self.coord: Coordinator | None = None
-        self.tf_sess = None
-
-    def create_session(self):
-        self.tf_sess = self._session_creator.create_session()
-        self.coord = Coordinator(clean_stop_exception_types=[])
-        for hook in self._hooks:
-            hook.after_create_session(self.tf_sess, self.coord)
-        return _CoordinatedSession(_HookedSession(self.tf_sess, self._hooks), self.coord,
-                                   self._stop_grace_period_secs)
-
-
-class _WrappedSession:
-    def __init__(self, sess):
-        self._sess = sess
-        self._wrapped_is_stoppable = isinstance(sess, _WrappedSession)
-
-    @property
-    def graph(self):
-        return self._sess.graph
-
-    @property
-    def sess_str(self) -> str:
-        return self._sess.sess_str
-
-    def should_stop(self) -> bool:
-        if self._check_stop():
-            return True
-        if self._sess:
-            return self._wrapped_is_stoppable and self._sess.should_stop()
-        return True
-
-    def _check_stop(self) -> bool:
-        return False
-
-    def close(self) -> None:
-        if self._sess:
-            try:
-                self._sess.close()
-            except _PREEMPTION_ERRORS as e:
-                logger.error("An error occurred when attempting to close the session. This may "
-                             "be due to a preemption in a connected worker or parameter "
-                             "server. Error: %s", e)
-            finally:
-                self._sess = None
-
-    def run(self, *args, **kwargs):
-        return self._sess.run(*args, **kwargs)
-
-    def run_step_fn(self, step_fn, raw_session, run_with_hooks):
-        run_with_hooks = run_with_hooks or self.run
-        return step_fn(_MonitoredSession.StepContext(raw_session, run_with_hooks))
-
-
-class _RecoverableSession(_WrappedSession):
-    """Recreates the session after an AbortedError or UnavailableError (a preempted worker)."""
-
-    def __init__(self, sess_creator):
-        self._sess_creator = sess_creator
-        super().__init__(self._create_session())
-
-    def _create_session(self):
-        while True:
-            try:
-                return self._sess_creator.create_session()
-            except _PREEMPTION_ERRORS as e:
-                logger.info("An error was raised while a session was being created. This may "
-                            "be due to a preemption of a connected worker or parameter server. "
-                            "A new session will be created. Error: %s", e)
-
-    def _check_stop(self) -> bool:
-        try:
-            return self._sess._check_stop() if self._sess else True
-        except _PREEMPTION_ERRORS as e:
-            logger.info("An error was raised while considering whether the session is "
-                        "complete. The current session will be closed and a new session will "
-                        "be created. Error: %s", e)
-            self.close()
-            self._sess = self._create_session()
-            return False
-        except Exception:  # noqa: BLE001 - TF's rule: any other error means "stop"
-            return True
-
-    def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
-        while True:
-            try:
-                if not self._sess:
-                    self._sess = self._create_session()
-                return self._sess.run(fetches, feed_dict=feed_dict, options=options,
-                                      run_metadata=run_metadata)
-            except _PREEMPTION_ERRORS as e:
-                logger.info("An error was raised. This may be due to a preemption in a "
-                            "connected worker or parameter server. The current session will be "
-                            "closed and a new session will be created. Error: %s", e)
-                self.close()
-                self._sess = None
-
-    def run_step_fn(self, step_fn, raw_session, run_with_hooks):
-        while True:
-            try:
-                if not self._sess:
-                    self._sess = self._create_session()
-                return self._sess.run_step_fn(step_fn, raw_session, self._sess.run)
-            except _PREEMPTION_ERRORS as e:
-                logger.info("An error was raised. The current session will be closed and a new "
-                            "session will be created. Error: %s", e)
-                self.close()
-                self._sess = None
-
-
-class _CoordinatedSession(_WrappedSession):
-    """Stops when the coordinator does; an error a thread reported wins over the run's."""
-
-    def __init__(self, sess, coord: Coordinator, stop_grace_period_secs: float = 120):
-        super().__init__(sess)
-        self._coord = coord
-        self._stop_grace_period_secs = stop_grace_period_secs
-
-    def _check_stop(self) -> bool:
-        self._coord.raise_requested_exception()
-        return self._coord.should_stop()
-
-    def close(self) -> None:
-        self._coord.request_stop()
-        try:
-            self._coord.join(stop_grace_period_secs=self._stop_grace_period_secs,
-                             ignore_live_threads=True)
-        finally:
-            try:
-                _WrappedSession.close(self)
-            except Exception:  # noqa: BLE001 - closing must not mask the first error
-                pass
-
-    def run(self, *args, **kwargs):
-        try:
-            return self._sess.run(*args, **kwargs)
-        except _PREEMPTION_ERRORS:
-            raise
-        except Exception as original:
-            try:
-                self._coord.raise_requested_exception()
-            except _PREEMPTION_ERRORS:
-                raise
-            except Exception:  # noqa: BLE001 - the run's own error is the one to report
-                raise original from None
-            raise
-
-
-class _HookedSession(_WrappedSession):
-    """One run: the caller's fetches under 'caller', each hook's under the hook; hook feeds
-    and options merged; after_run for every hook; should_stop latches a stop request."""
-
-    def __init__(self, sess, hooks):
-        super().__init__(sess)
-        self._hooks = hooks
-        self._should_stop = False
-
-    def _check_stop(self) -> bool:
-        return self._should_stop
-
-    def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
-        if self.should_stop():
-            raise RuntimeError("Run called even after should_stop requested.")
-        actual_fetches = {"caller": fetches}
-        run_context = SessionRunContext(original_args=SessionRunArgs(fetches, feed_dict),
-                                        session=self._sess)
-        options = options or RunOptions()
-        feed_dict = self._call_hook_before_run(run_context, actual_fetches, feed_dict, options)
-        run_metadata = run_metadata or RunMetadata()
-        outputs = _WrappedSession.run(self, fetches=actual_fetches, feed_dict=feed_dict,
-                                      options=options, run_metadata=run_metadata)
-        for hook in self._hooks:
-            hook.after_run(run_context, SessionRunValues(
-                results=outputs.get(hook), options=options, run_metadata=run_metadata))
-        self._should_stop = self._should_stop or run_context.stop_requested
-        return outputs["caller"]
-
-    def _call_hook_before_run(self, run_context, fetch_dict: dict, user_feed_dict, options):
-        hook_feeds: dict = {}
-        for hook in self._hooks:
-            request = hook.before_run(run_context)
-            if request is None:
-                continue
-            if request.fetches is not None:
-                fetch_dict[hook] = request.fetches
-            if request.feed_dict:
-                _raise_if_feeds_intersect(hook_feeds, request.feed_dict,
-                                          "Same tensor is fed by two hooks.")
-                hook_feeds.update(request.feed_dict)
-            if request.options:
-                _merge_run_options(options, request.options)
-        if not hook_feeds:
-            return user_feed_dict
-        if not user_feed_dict:
-            return hook_feeds
-        _raise_if_feeds_intersect(user_feed_dict, hook_feeds,
-                                  "Same tensor is fed by a SessionRunHook and user.")
-        hook_feeds.update(user_feed_dict)
-        return hook_feeds
-
-
-def _raise_if_feeds_intersect(feeds1: dict, feeds2: dict, message: str) -> None:
-    clash = [k for k in feeds1 if k in feeds2]
-    if clash:
-        raise RuntimeError(f"{message} Conflict(s): {clash}")
-
-
-def _merge_run_options(options, incoming) -> None:
-    """TF's rule: the strongest request wins, field by field."""
-    for name in ("trace_level", "timeout_in_ms", "inter_op_thread_pool"):
-        if hasattr(options, name) and hasattr(incoming, name):
-            setattr(options, name, max(getattr(options, name), getattr(incoming, name)))
-    for name in ("output_partition_graphs", "report_tensor_allocations_upon_oom"):
-        if hasattr(options, name) and hasattr(incoming, name):
-            setattr(options, name, bool(getattr(options, name) or getattr(incoming, name)))

@@ -41,7 +41,7 @@ def clock(monkeypatch):
 @pytest.fixture
 def messages(caplog):
     caplog.set_level(logging.INFO, logger="engine")
-    return lambda: [r.getMessage() for r in caplog.records if r.module == "hooks"]
+    return lambda: [r.getMessage() for r in caplog.records if r.module in ("hooks", "saving_hooks")]
 
 
 def _graph():
