@@ -218,10 +218,16 @@ class _MonitoredSession:
             hook.begin()
         self._coordinated_creator = CoordinatedSessionCreator(
             session_creator or ChiefSessionCreator(), self._hooks, stop_grace_period_secs)
-        if should_recover:
-            self._sess = RecoverableSession(self._coordinated_creator)
-        else:
-            self._sess = self._coordinated_creator.create_session()
+        try:
+            if should_recover:
+                self._sess = RecoverableSession(self._coordinated_creator)
+            else:
+                self._sess = self._coordinated_creator.create_session()
+        except BaseException:
+            # A failed start (a checkpoint that does not match, say) leaves the graph as it
+            # found it, so the user can fix the graph and try again.
+            self._unfinalize()
+            raise
 
     @property
     def graph(self):
@@ -274,9 +280,12 @@ class _MonitoredSession:
                 self._sess = None
                 self._coordinated_creator.tf_sess = None
                 self._coordinated_creator.coord = None
-                if not self._graph_was_finalized:
-                    # TF's _unsafe_unfinalize: the graph takes new ops again after the close.
-                    self._graph._finalized = False
+                self._unfinalize()
+
+    def _unfinalize(self) -> None:
+        if not self._graph_was_finalized:
+            # TF's _unsafe_unfinalize: the graph takes new ops again after the close.
+            self._graph._finalized = False
 
     def _is_closed(self) -> bool:
         return self._coordinated_creator.tf_sess is None

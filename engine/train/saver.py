@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from engine import dtypes, errors
-from engine.graph import Graph, Tensor, get_default_graph
+from engine.graph import Graph, Operation, Tensor, get_default_graph
+from engine.shapes import TensorShape
 from engine.train import checkpoint_file, checkpoint_state
 
 __all__ = [
@@ -135,6 +136,7 @@ class Saver:
         self._graph: Graph | None = None
         self._saveables: list[_Saveable] = []
         self._restore_feeds: dict[str, Tensor] = {}
+        self._assigns: dict[str, Operation] = {}
         self._restore_op = None
         self._is_built = False
         self._is_empty = None
@@ -179,7 +181,6 @@ class Saver:
     def _build_restore_ops(self) -> None:
         from engine.ops import array_ops, control_flow_ops, state_ops
         g = self._graph
-        assigns = []
         with g.as_default(), g.name_scope(self._name or "save"), g.device(None), \
                 g.control_dependencies(None), g.colocate_with(None):
             for s in self._saveables:
@@ -189,9 +190,11 @@ class Saver:
                 feed = array_ops.placeholder(fed_dtype, s.ref.shape, name="RestoreV2")
                 value = feed if fed_dtype is s.dtype else array_ops.cast(feed, s.dtype)
                 self._restore_feeds[s.name] = feed
-                assigns.append(state_ops.assign(s.ref, value, name="Assign",
-                                                validate_shape=s.ref.shape.is_fully_defined()))
-            self._restore_op = control_flow_ops.group(*assigns, name="restore_all")
+                self._assigns[s.name] = state_ops.assign(
+                    s.ref, value, name="Assign",
+                    validate_shape=s.ref.shape.is_fully_defined()).op
+            self._restore_op = control_flow_ops.group(*self._assigns.values(),
+                                                      name="restore_all")
 
     def _adopt(self, saver_def: SaverDef, name: str | None) -> None:
         """A Saver over ops that already exist (from_proto, import_meta_graph)."""
@@ -211,6 +214,7 @@ class Saver:
                 assign = assign.outputs[0].consumers()[0]
             self._saveables.append(_Saveable(key, assign.inputs[0], value))
             self._restore_feeds[key] = feed
+            self._assigns[key] = assign
         self._max_to_keep = saver_def.max_to_keep
         self._keep_every_hours = saver_def.keep_checkpoint_every_n_hours
         self._next_checkpoint_time = time.time() + self._keep_every_hours * 3600
@@ -358,14 +362,14 @@ class Saver:
                     f"{self._restore_feeds[s.name].op.name}}}}} (variable '{s.name}', "
                     f"checkpoint {reader.prefix})]]"))
             if not s.ref.shape.is_compatible_with(shapes[s.name]):
-                assign = self._restore_feeds[s.name].consumers()[0]
+                graph_shape = s.ref.shape.bracket_str()
+                stored_shape = TensorShape(shapes[s.name]).bracket_str()
                 raise errors.InvalidArgumentError(None, None, _restore_failed(
                     "a mismatch between the current graph and the graph",
-                    f"Assign requires shapes of both tensors to match. lhs shape= "
-                    f"{s.ref.shape.bracket_str()} rhs shape= {shapes[s.name]}\n\t [[{{{{node "
-                    f"{assign.name}}}}} (variable '{s.name}' has shape "
-                    f"{s.ref.shape.bracket_str()} in the graph and {shapes[s.name]} in "
-                    f"checkpoint {reader.prefix})]]"))
+                    f"Assign requires shapes of both tensors to match. lhs shape= {graph_shape} "
+                    f"rhs shape= {stored_shape}\n\t [[{{{{node {self._assigns[s.name].name}}}}} "
+                    f"(variable '{s.name}' has shape {graph_shape} in the graph and "
+                    f"{stored_shape} in checkpoint {reader.prefix})]]"))
 
 
 def _restore_failed(cause: str, original: str) -> str:

@@ -381,3 +381,20 @@ def test_non_chief_workers_get_only_the_user_hooks(tmp_path):
     assert [entry[1] for entry in log] == ["begin", "after_create_session", "before_run",
                                            "after_run", "end"]
     assert not os.listdir(tmp_path)     # no checkpoint, summary or step-counter hooks
+
+
+def test_a_checkpoint_that_does_not_match_fails_the_start_by_name(tmp_path):
+    g, w, loss, step, train_op = _regression_graph()
+    with g.as_default():
+        with tf.train.MonitoredTrainingSession(checkpoint_dir=str(tmp_path)) as sess:
+            sess.run(train_op)
+    g = tf.Graph()
+    with g.as_default():
+        tf.Variable(tf.zeros([4, 1]), name="w")
+        tf.train.get_or_create_global_step()
+        with pytest.raises(errors.InvalidArgumentError, match=r"variable 'w' has shape "
+                                                              r"\[4,1\] in the graph and "
+                                                              r"\[3,1\] in checkpoint"):
+            tf.train.MonitoredTrainingSession(checkpoint_dir=str(tmp_path))
+        assert not g.finalized
+
