@@ -183,3 +183,19 @@ def test_summary_saver_hook_arguments(graph, tmp_path):
                                      scaffold=SimpleNamespace(summary_op=None))
     with pytest.raises(RuntimeError, match="Global step should be created"):
         hook.begin()
+
+
+def test_image_and_tensor_summaries_land_in_the_version_2_tables(graph, tmp_path):
+    pixels = np.random.default_rng(1).integers(0, 256, (2, 4, 5, 3), dtype=np.uint8)
+    tf.summary.image("inputs", tf.constant(pixels), max_outputs=2)
+    tf.summary.tensor_summary("weights", tf.constant([[1.0, -1.0], [3.0, np.nan]]))
+    with tf.Session() as sess, tf.summary.FileWriter(str(tmp_path / "run")) as writer:
+        writer.add_summary(sess.run(tf.summary.merge_all()), 5)
+    reader = RunReader(tmp_path / "run")
+    assert reader.image_tags() == ["inputs/image/0", "inputs/image/1"]
+    second = reader.images("inputs/image/1")[0]
+    assert (second.step, second.height, second.width, second.channels) == (5, 4, 5, 3)
+    np.testing.assert_array_equal(second.pixels, pixels[1])
+    stats, = reader.tensor_summaries("weights")
+    assert (stats.step, stats.shape, stats.min, stats.max, stats.nan_count) == \
+        (5, (2, 2), -1.0, 3.0, 1)
