@@ -16,17 +16,20 @@ class GPUOptions:
 
 class ConfigProto:
     """Session options. `virtual_gpus=N` is ours: the session sees exactly N GPUs, each a
-    CUDA device where the machine has one, else a GPU backed by host memory."""
+    CUDA device where the machine has one, else a GPU backed by host memory. So is
+    `check_numerics=True`: every step checks each op's float outputs and stops at the first
+    NaN or Inf, recording an alert that names the op (engine/debug/numerics.py)."""
 
     def __init__(self, log_device_placement: bool = False, allow_soft_placement: bool = False,
                  virtual_gpus: int | None = None, device_count: dict | None = None,
                  inter_op_parallelism_threads: int = 0, intra_op_parallelism_threads: int = 0,
-                 gpu_options: GPUOptions | None = None, **unknown):
+                 gpu_options: GPUOptions | None = None, check_numerics: bool = False,
+                 **unknown):
         if unknown:
             raise TypeError(f"ConfigProto got unknown field(s): {', '.join(sorted(unknown))}. "
                             "Known: log_device_placement, allow_soft_placement, virtual_gpus, "
                             "device_count, inter_op_parallelism_threads, "
-                            "intra_op_parallelism_threads, gpu_options")
+                            "intra_op_parallelism_threads, gpu_options, check_numerics")
         if virtual_gpus is not None and (not isinstance(virtual_gpus, int) or virtual_gpus < 0):
             raise ValueError(f"ConfigProto.virtual_gpus must be a non-negative int, got "
                              f"{virtual_gpus!r}")
@@ -37,11 +40,13 @@ class ConfigProto:
         self.inter_op_parallelism_threads = inter_op_parallelism_threads
         self.intra_op_parallelism_threads = intra_op_parallelism_threads
         self.gpu_options = gpu_options or GPUOptions()
+        self.check_numerics = bool(check_numerics)
 
     def as_dict(self) -> dict:
         return {"log_device_placement": self.log_device_placement,
                 "allow_soft_placement": self.allow_soft_placement,
-                "virtual_gpus": self.virtual_gpus, "device_count": self.device_count}
+                "virtual_gpus": self.virtual_gpus, "device_count": self.device_count,
+                "check_numerics": self.check_numerics}
 
 
 class RunOptions:

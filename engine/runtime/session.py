@@ -10,6 +10,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from engine import errors
+from engine.debug import numerics
 from engine.devices import device_mapping_text, discover_devices
 from engine.graph import Graph, get_default_graph
 from engine.kernels.state import VariableStore
@@ -84,7 +85,8 @@ class Session:
             self._follow_graph_writer()
             plan = self._plan_for(structure, feeds)
         values = [feed_value(t, v) for t, v in feeds]
-        traced = self._writer is not None or (options is not None and options.trace_level > 0)
+        traced = (self._writer is not None or self._config.check_numerics
+                  or (options is not None and options.trace_level > 0))
         if not traced:
             out = plan.run(values, self._thread_pool(plan), None)
         else:
@@ -94,11 +96,17 @@ class Session:
         return structure.rebuild([to_numpy(v) for v in out])
 
     def _run_traced(self, plan: Plan, values, run_metadata):
-        stats: list = []
+        stats: list = numerics.CheckedStepStats() if self._config.check_numerics else []
         wall_start = time.time()
         t0 = time.perf_counter_ns()
+        found = None
         try:
             out = plan.run(values, self._thread_pool(plan), stats)
+        except errors.OpError as e:
+            found = numerics.failure(stats, e, self._step + 1, self._graph)
+            if found is None or found[1] is e:
+                raise
+            raise found[1] from None
         finally:
             duration_us = (time.perf_counter_ns() - t0) / 1e3
             self._step += 1
@@ -107,6 +115,9 @@ class Session:
             if self._writer is not None:
                 self._writer.step(*recording.step_records(self._step, plan, wall_start,
                                                           duration_us, stats, t0))
+                if found is not None:         # the alert is committed before the error surfaces
+                    self._writer.alert(found[0])
+                    self._writer.flush()
         return out
 
     def _thread_pool(self, plan: Plan) -> ThreadPoolExecutor | None:
