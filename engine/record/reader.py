@@ -253,8 +253,8 @@ class RunReader:
                 for p, device, body, blob in rows]
 
     def cut_edges(self, plan: int | None = None) -> list[CutEdgeRecord]:
-        """bytes: what moved for the edge's key in the latest recorded step of its plan (the
-        recorded value when the plan never ran)."""
+        """bytes: what moved for the edge's key in the latest traced step of its plan (the
+        recorded value when no step of the plan was traced)."""
         where, params = _latest_plans(plan)
         with self._connect() as conn:
             rows = conn.execute(
@@ -468,8 +468,11 @@ def _latest_plans(plan: int | None) -> tuple[str, tuple]:
 
 
 def _bytes_by_key(conn: sqlite3.Connection, plan: int) -> dict[str, int] | None:
-    row = conn.execute("SELECT MAX(seq) FROM steps WHERE plan = ?", (plan,)).fetchone()
-    if row[0] is None:
+    # The latest traced step: untraced steps record no transfers.
+    row = conn.execute("SELECT seq FROM steps WHERE plan = ? AND EXISTS (SELECT 1 FROM "
+                       "transfers WHERE step_seq = steps.seq) ORDER BY seq DESC LIMIT 1",
+                       (plan,)).fetchone()
+    if row is None:
         return None
     rows = conn.execute("SELECT key, SUM(bytes) FROM transfers WHERE step_seq = ? "
                         "GROUP BY key", (row[0],))

@@ -2,6 +2,8 @@
 MonitoredTrainingSession and the SessionRunHooks. Each module lists its names in __all__."""
 
 from engine.summary.hook import SummarySaverHook  # noqa: F401
+from engine.train.checkpoint_file import *  # noqa: F401,F403
+from engine.train.checkpoint_state import *  # noqa: F401,F403
 from engine.train.hooks import *  # noqa: F401,F403
 from engine.train.learning_rate_decay import *  # noqa: F401,F403
 from engine.train.monitored_session import *  # noqa: F401,F403
