@@ -4,6 +4,7 @@ MonitoredTrainingSession and the SessionRunHooks. Each module lists its names in
 from engine.summary.hook import SummarySaverHook  # noqa: F401
 from engine.train.checkpoint_file import *  # noqa: F401,F403
 from engine.train.checkpoint_state import *  # noqa: F401,F403
+from engine.train.coordinator import *  # noqa: F401,F403
 from engine.train.hooks import *  # noqa: F401,F403
 from engine.train.learning_rate_decay import *  # noqa: F401,F403
 from engine.train.monitored_session import *  # noqa: F401,F403
@@ -17,3 +18,5 @@ from engine.train.optimizer import (  # noqa: F401
 )
 from engine.train.optimizers import *  # noqa: F401,F403
 from engine.train.saver import *  # noqa: F401,F403
+from engine.train.session_manager import *  # noqa: F401,F403
+from engine.train.session_run_hook import *  # noqa: F401,F403

@@ -5,6 +5,7 @@ index is JSON, the values raw little-endian bytes, and every byte read is checke
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import zlib
@@ -108,11 +109,29 @@ def _write_text(path: str, text: str) -> None:
         f.write(text)
 
 
+@contextlib.contextmanager
+def file_errors(path: str, doing: str):
+    """OS-level failures on a checkpoint file as engine errors naming the file."""
+    try:
+        yield
+    except FileNotFoundError:
+        raise errors.NotFoundError(None, None, f"{path} not found while {doing}") from None
+    except PermissionError:
+        raise errors.PermissionDeniedError(
+            None, None, f"{path}: permission denied while {doing}") from None
+    except OSError as e:
+        raise errors.UnknownError(None, None, f"{path}: {e} (while {doing})") from None
+
+
 def _write_atomically(path: str, write) -> None:
     tmp = f"{path}.tmp{os.getpid()}"
     try:
-        write(tmp)
-        os.replace(tmp, path)
+        with file_errors(path, "writing a checkpoint"):
+            try:
+                write(tmp)
+            except safetensors.SafetensorError as e:     # its I/O errors (a full disk, ...)
+                raise OSError(str(e)) from None
+            os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
             os.remove(tmp)
@@ -137,9 +156,11 @@ class _Entry:
 
 
 def _parse_index(path: str) -> tuple[int, dict[str, _Entry]]:
-    try:
+    with file_errors(path, "reading a checkpoint index"):
         with open(path, "rb") as f:
-            doc = json.loads(f.read().decode("utf-8"))
+            raw_index = f.read()
+    try:
+        doc = json.loads(raw_index.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError) as e:
         raise _corrupt(path, f"the index is not JSON: {e}") from None
     if not isinstance(doc, dict) or doc.get("format") != INDEX_FORMAT:
@@ -226,7 +247,8 @@ class CheckpointReader:
             raise _corrupt(path, f"it holds {size} bytes, the index says {data_bytes}: "
                                  "truncated or overwritten")
         try:
-            with safetensors.safe_open(path, framework="numpy") as f:
+            with file_errors(path, "opening a checkpoint"), \
+                    safetensors.safe_open(path, framework="numpy") as f:
                 stored = {k: (f.get_slice(k).get_dtype(), tuple(f.get_slice(k).get_shape()))
                           for k in f.keys()}
         except safetensors.SafetensorError as e:
@@ -269,7 +291,7 @@ class CheckpointReader:
 
     def _read_values(self) -> dict[str, np.ndarray]:
         path = self._data
-        with open(path, "rb") as f:
+        with file_errors(path, "reading a checkpoint"), open(path, "rb") as f:
             raw = f.read()
         try:
             stored = dict(safetensors.deserialize(raw))

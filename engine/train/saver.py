@@ -394,11 +394,7 @@ def export_meta_graph(filename: str | None = None, saver_def: SaverDef | None = 
                       **unused) -> dict:
     """The graph (engine JSON GraphDef) and the saver's def, written to `filename` as JSON."""
     graph = graph or get_default_graph()
-    graph_def = graph.as_graph_def()
-    doc = {"format": META_FORMAT, "version": META_VERSION,
-           "graph_def": {"format": GRAPH_JSON_FORMAT, "version": GRAPH_JSON_VERSION,
-                         "graph_version": graph_def.version,
-                         "node": [_jsonable(node_to_json(n)) for n in graph_def.node]},
+    doc = {"format": META_FORMAT, "version": META_VERSION, "graph_def": _graph_doc(graph),
            "saver_def": asdict(saver_def) if saver_def is not None else None,
            "collections": {"variables": [v.op.name for v in graph.get_collection("variables")
                                          if hasattr(v, "op")]}}
@@ -409,6 +405,20 @@ def export_meta_graph(filename: str | None = None, saver_def: SaverDef | None = 
         with open(filename, "w", encoding="utf-8") as f:
             json.dump(doc, f, separators=(",", ":"))
     return doc
+
+
+def _graph_doc(graph: Graph) -> dict:
+    """The graph as the engine's JSON GraphDef document (engine.graph_def_from_json reads it)."""
+    graph_def = graph.as_graph_def()
+    return {"format": GRAPH_JSON_FORMAT, "version": GRAPH_JSON_VERSION,
+            "graph_version": graph_def.version,
+            "node": [_jsonable(node_to_json(n)) for n in graph_def.node]}
+
+
+def write_graph_json(graph: Graph, path: str) -> None:
+    """What CheckpointSaverHook writes where TF writes graph.pbtxt: the JSON GraphDef."""
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(_graph_doc(graph), f, separators=(",", ":"))
 
 
 def _jsonable(node: dict) -> dict:
