@@ -199,3 +199,24 @@ def test_image_and_tensor_summaries_land_in_the_version_2_tables(graph, tmp_path
     stats, = reader.tensor_summaries("weights")
     assert (stats.step, stats.shape, stats.min, stats.max, stats.nan_count) == \
         (5, (2, 2), -1.0, 3.0, 1)
+
+
+def test_monitored_training_session_saves_summaries_into_its_checkpoint_dir(graph, tmp_path):
+    step = tf.train.get_or_create_global_step()
+    loss = tf.square(tf.cast(step, tf.float32) - 3.0, name="squared_error")
+    tf.summary.scalar("loss", loss)
+    train_op = tf.assign_add(step, 1)
+    try:
+        with tf.train.MonitoredTrainingSession(checkpoint_dir=str(tmp_path / "train"),
+                                               save_summaries_steps=2,
+                                               save_checkpoint_secs=None) as sess:
+            for _ in range(5):
+                sess.run(train_op)
+    finally:
+        tf.summary.FileWriterCache.clear()
+    reader = RunReader(tmp_path / "train")
+    steps, values = reader.scalars("loss")
+    assert steps.tolist() == [1, 3, 5]     # TF 8.7: tagged with the post-run global step
+    # The loss read the step before or after that run's increment (TF leaves it unordered).
+    assert all(v in ((s - 4.0) ** 2, (s - 3.0) ** 2) for s, v in zip(steps, values))
+    assert reader.steps()                  # the session recorded into the same run
