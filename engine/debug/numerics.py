@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
+import traceback
 from dataclasses import dataclass
 
 import torch
@@ -81,6 +82,9 @@ def failure(stats, error: BaseException, step: int,
     first = stats.first() if isinstance(stats, CheckedStepStats) else None
     if first is None:
         return None
+    # As in the executor: a raised error must not keep the step's tensors alive.
+    for f in stats.findings:
+        traceback.clear_frames(f.error.__traceback__)
     own = any(error is f.error for f in stats.findings) or isinstance(
         error, errors.CancelledError)
     return alert_record(first, step, graph), (first.error if own else error)
