@@ -229,9 +229,13 @@ class Device:
 
 
 def discover_devices(
-    virtual_gpus: int | None = None, job: str = "localhost", replica: int = 0, task: int = 0
+    virtual_gpus: int | None = None, job: str = "localhost", replica: int = 0, task: int = 0,
+    *, device_count: dict | None = None, visible_device_list: str = "",
 ) -> list[Device]:
-    """CPU:0 plus GPUs: one per CUDA device, or exactly `virtual_gpus`, real where CUDA has one.
+    """CPU:0 plus GPUs: one per visible CUDA device, or exactly `virtual_gpus`, real where
+    CUDA has one. `device_count` (ConfigProto's) caps the GPUs ({'GPU': 0} hides them) and
+    sets the number of CPU devices; `visible_device_list` ("1,0") picks and orders the CUDA
+    devices that become GPU:0, GPU:1, ...
 
     A virtual GPU keeps its tensors in host memory, so GPU placement can be exercised (and
     recorded) on a machine without CUDA.
@@ -244,27 +248,74 @@ def discover_devices(
         raise ValueError(f"replica and task must be >= 0, got replica={replica}, task={task}")
     import torch  # lazily: parsing device names must not pay for (or require) torch
 
-    cuda_count = torch.cuda.device_count()
-    gpu_count = cuda_count if virtual_gpus is None else virtual_gpus
+    cpu_count, gpu_limit = _device_counts(device_count or {})
+    cuda_ids = _visible_cuda_ids(visible_device_list, torch.cuda.device_count())
+    gpu_count = len(cuda_ids) if virtual_gpus is None else virtual_gpus
+    if gpu_limit is not None:
+        gpu_count = min(gpu_count, gpu_limit)
     prefix = f"/job:{job}/replica:{replica}/task:{task}/device:"
     cpu_priority = CPU_PRIORITY_WITH_GPUS if gpu_count else CPU_PRIORITY
-    devices = [Device(f"{prefix}CPU:0", "CPU", 0, "cpu", False, "", cpu_priority)]
+    devices = [Device(f"{prefix}CPU:{k}", "CPU", k, "cpu", False, "", cpu_priority)
+               for k in range(cpu_count)]
     for k in range(gpu_count):
-        real = k < cuda_count
-        desc = _cuda_desc(torch, k) if real else f"device: {k}, name: virtual GPU (host memory)"
-        torch_device = f"cuda:{k}" if real else "cpu"
+        real = k < len(cuda_ids)
+        desc = _cuda_desc(torch, cuda_ids[k]) if real else \
+            f"device: {k}, name: virtual GPU (host memory)"
+        torch_device = f"cuda:{cuda_ids[k]}" if real else "cpu"
         devices.append(
             Device(f"{prefix}GPU:{k}", "GPU", k, torch_device, not real, desc, GPU_PRIORITY)
         )
     return devices
 
 
-def _cuda_desc(torch, k: int) -> str:
-    """TF's GPU description: "device: k, name: ..., pci bus id: ..., compute capability: M.m"."""
-    props = torch.cuda.get_device_properties(k)
+def _device_counts(device_count: dict) -> tuple[int, int | None]:
+    """ConfigProto.device_count as (CPU devices, GPU cap or None)."""
+    for key, value in device_count.items():
+        if key not in ("CPU", "GPU"):
+            raise ValueError(f"ConfigProto.device_count has key {key!r}: the device types are "
+                             "'CPU' and 'GPU'")
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ValueError(f"ConfigProto.device_count[{key!r}] must be an int >= 0, got "
+                             f"{value!r}")
+    cpus = device_count.get("CPU", 1)
+    if cpus == 0:
+        from engine import errors  # lazily: see _visible_cuda_ids
+        raise errors.NotFoundError(None, None, "No CPU devices are available in this process "
+                                               "(ConfigProto.device_count['CPU'] is 0)")
+    return cpus, device_count.get("GPU")
+
+
+def _visible_cuda_ids(visible_device_list: str, cuda_count: int) -> list[int]:
+    """TF's parsing of GPUOptions.visible_device_list (its error messages too)."""
+    if not visible_device_list:
+        return list(range(cuda_count))
+    from engine import errors  # lazily: this module must import without the engine's torch
+    ids = []
+    for entry in visible_device_list.split(","):
+        if not _NUMBER_RE.fullmatch(entry.strip()):
+            raise errors.InvalidArgumentError(
+                None, None, f"Could not parse entry in 'visible_device_list': '{entry}'. "
+                            f"visible_device_list = {visible_device_list}")
+        k = int(entry)
+        if k >= cuda_count:
+            raise errors.InvalidArgumentError(
+                None, None, f"'visible_device_list' listed an invalid Device id '{k}' but "
+                            f"visible device count is {cuda_count}")
+        if k in ids:
+            raise errors.InvalidArgumentError(
+                None, None, f"visible_device_list contained a duplicate entry: "
+                            f"{visible_device_list}")
+        ids.append(k)
+    return ids
+
+
+def _cuda_desc(torch, cuda_id: int) -> str:
+    """TF's GPU description: "device: k, name: ..., pci bus id: ..., compute capability: M.m"
+    (k is the CUDA device's own id, as TF prints the platform id)."""
+    props = torch.cuda.get_device_properties(cuda_id)
     domain, bus, slot = (getattr(props, f"pci_{a}_id", 0) for a in ("domain", "bus", "device"))
     bus = f"{domain:04x}:{bus:02x}:{slot:02x}.0"
-    return (f"device: {k}, name: {props.name}, pci bus id: {bus}, "
+    return (f"device: {cuda_id}, name: {props.name}, pci bus id: {bus}, "
             f"compute capability: {props.major}.{props.minor}")
 
 

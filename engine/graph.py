@@ -193,6 +193,7 @@ class Graph:
         self._collections: dict[str, list] = {}
         self._version = 0
         self._finalized = False
+        self._seed = None
         self._graph_def_cache = None
         self._lock = threading.RLock()
 
@@ -208,6 +209,15 @@ class Graph:
 
     def finalize(self) -> None:
         self._finalized = True
+
+    @property
+    def seed(self) -> int | None:
+        """The graph-level random seed (tf.set_random_seed); random ops derive theirs from it."""
+        return self._seed
+
+    @seed.setter
+    def seed(self, seed: int | None) -> None:
+        self._seed = seed
 
     def get_operations(self) -> list[Operation]:
         return list(self._ops)

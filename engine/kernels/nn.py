@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import torch
 
+from engine.kernels import conv  # noqa: F401  (convolution, pooling and bias kernels)
 from engine.kernels.registry import CPU_FLOAT, GPU_FLOAT, kernel
 
 _FLOATS = {"CPU": {"T": CPU_FLOAT}, "GPU": {"T": GPU_FLOAT}}

@@ -1,6 +1,7 @@
 """Variable state and its kernels. A VariableSlot is the ref a VariableV2 node outputs; the
-session's VariableStore keeps one per (device, variable name) across runs. Updates replace the
-slot's tensor instead of writing in place, so a value read earlier in a step never changes."""
+session's VariableStore keeps one per (device, variable name) across runs. As in TF1, updates
+write into the slot's buffer in place and reads hand out that buffer, so a read that runs
+after an update (in the same step or a later one) sees it."""
 
 from __future__ import annotations
 
@@ -13,6 +14,9 @@ from engine.kernels.registry import ALL_TYPES, CPU_REAL, GPU_FLOAT, GPU_VARIABLE
 
 
 class VariableSlot:
+    """`value` is the variable's live buffer (None until the first Assign). Kernels that
+    update a variable write into `read()` in place; only Assign may replace the buffer."""
+
     __slots__ = ("name", "device", "dtype", "shape", "value")
 
     def __init__(self, name: str, device: str, dtype, shape):
@@ -28,6 +32,27 @@ class VariableSlot:
             raise errors.FailedPreconditionError(
                 None, None, f"Attempting to use uninitialized value {self.name}")
         return value
+
+    def assign(self, value: torch.Tensor) -> None:
+        """Copies `value` into the buffer. The first assign, or one that changes the shape,
+        takes a private copy, so a variable never aliases a Const, a feed or another
+        variable's buffer."""
+        current = self.value
+        if current is None or current.shape != value.shape or current.dtype != value.dtype \
+                or current.device != value.device:
+            self.value = value.clone(memory_format=torch.contiguous_format)
+        else:
+            current.copy_(_unaliased(current, value))
+
+
+def _unaliased(buffer: torch.Tensor, value: torch.Tensor) -> torch.Tensor:
+    """`value` itself, or a copy where it shares memory with `buffer` (`assign(w,
+    transpose(w))`): an in-place op may not read memory it is writing."""
+    if value is buffer or value.device.type == "meta":
+        return value
+    if value.untyped_storage().data_ptr() == buffer.untyped_storage().data_ptr():
+        return value.clone()
+    return value
 
 
 class VariableStore:
@@ -67,6 +92,13 @@ def _check_shape(node, slot: VariableSlot, value: torch.Tensor) -> None:
                         f"{declared.bracket_str()} rhs shape= {list(value.shape)}")
 
 
+def _check_same_size(node, buffer: torch.Tensor, update: torch.Tensor) -> None:
+    if buffer.shape != update.shape:
+        raise errors.InvalidArgumentError(
+            node, None, f"Parameters and update must be the same size: variable "
+                        f"{list(buffer.shape)}, update {list(update.shape)}")
+
+
 @kernel("Assign", CPU={"T": ALL_TYPES}, GPU={"T": GPU_VARIABLE})
 def assign(node, ctx):
     validate = node.attr.get("validate_shape", True)
@@ -74,7 +106,7 @@ def assign(node, ctx):
     def run(slot, value):
         if validate:
             _check_shape(node, slot, value)
-        slot.value = value
+        slot.assign(value)
         return slot
     return run
 
@@ -82,7 +114,9 @@ def assign(node, ctx):
 @kernel("AssignAdd", CPU={"T": CPU_REAL}, GPU={"T": GPU_VARIABLE})
 def assign_add(node, ctx):
     def run(slot, value):
-        slot.value = slot.read() + value
+        buffer = slot.read()
+        _check_same_size(node, buffer, value)
+        buffer.add_(_unaliased(buffer, value))
         return slot
     return run
 
@@ -90,7 +124,9 @@ def assign_add(node, ctx):
 @kernel("AssignSub", CPU={"T": CPU_REAL}, GPU={"T": GPU_VARIABLE})
 def assign_sub(node, ctx):
     def run(slot, value):
-        slot.value = slot.read() - value
+        buffer = slot.read()
+        _check_same_size(node, buffer, value)
+        buffer.sub_(_unaliased(buffer, value))
         return slot
     return run
 
@@ -98,7 +134,9 @@ def assign_sub(node, ctx):
 @kernel("ApplyGradientDescent", CPU={"T": CPU_REAL}, GPU={"T": GPU_FLOAT})
 def apply_gradient_descent(node, ctx):
     def run(slot, alpha, delta):
-        slot.value = slot.read() - alpha * delta
+        buffer = slot.read()
+        _check_same_size(node, buffer, delta)
+        buffer.sub_(alpha * delta)
         return slot
     return run
 

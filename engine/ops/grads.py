@@ -88,7 +88,8 @@ def _squared_difference_grad(op, grad):
     return _unbroadcast(g, M.negative(g), x, y)
 
 
-def _maximum_grad(op, grad, pick=M.greater):
+def _maximum_grad(op, grad, pick=M.greater_equal):
+    """As TF: a tie sends the gradient to x (x >= y for Maximum, x <= y for Minimum)."""
     x, y = op.inputs
     mask = A.cast(pick(x, y), grad.dtype)
     return _unbroadcast(M.multiply(grad, mask),
@@ -96,7 +97,7 @@ def _maximum_grad(op, grad, pick=M.greater):
 
 
 def _minimum_grad(op, grad):
-    return _maximum_grad(op, grad, pick=M.less)
+    return _maximum_grad(op, grad, pick=M.less_equal)
 
 
 def _pow_grad(op, grad):

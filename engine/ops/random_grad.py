@@ -2,5 +2,11 @@
 
 from __future__ import annotations
 
+from engine.ops import random_ops  # noqa: F401  (registers the op types named below)
+
 GRADIENTS: dict = {}
-NOT_DIFFERENTIABLE: tuple = ()
+# As TF's random_ops.py: samples are not functions of their shape or logits.
+NOT_DIFFERENTIABLE: tuple = (
+    "RandomStandardNormal", "RandomUniform", "RandomUniformInt", "TruncatedNormal",
+    "RandomShuffle", "Multinomial",
+)

@@ -2,5 +2,7 @@
 
 from __future__ import annotations
 
+from engine.ops.training_ops import SIGNATURES
+
 GRADIENTS: dict = {}
-NOT_DIFFERENTIABLE: tuple = ()
+NOT_DIFFERENTIABLE: tuple = tuple(SIGNATURES)

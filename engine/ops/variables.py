@@ -14,23 +14,51 @@ from engine.shapes import TensorShape
 __all__ = [
     "GraphKeys",
     "Variable",
+    "get_collection_ref",
     "global_variables",
     "global_variables_initializer",
+    "local_variables",
     "local_variables_initializer",
+    "model_variables",
+    "moving_average_variables",
     "trainable_variables",
     "variables_initializer",
 ]
 
 
 class GraphKeys:
+    """TF1's standard collection names."""
     GLOBAL_VARIABLES = "variables"
-    TRAINABLE_VARIABLES = "trainable_variables"
+    VARIABLES = GLOBAL_VARIABLES
     LOCAL_VARIABLES = "local_variables"
-    TRAIN_OP = "train_op"
-    GLOBAL_STEP = "global_step"
-    LOSSES = "losses"
+    METRIC_VARIABLES = "metric_variables"
+    MODEL_VARIABLES = "model_variables"
+    TRAINABLE_VARIABLES = "trainable_variables"
+    MOVING_AVERAGE_VARIABLES = "moving_average_variables"
+    CONCATENATED_VARIABLES = "concatenated_variables"
     SUMMARIES = "summaries"
+    SUMMARY_OP = "summary_op"
+    QUEUE_RUNNERS = "queue_runners"
+    TABLE_INITIALIZERS = "table_initializer"
+    ASSET_FILEPATHS = "asset_filepaths"
+    REGULARIZATION_LOSSES = "regularization_losses"
+    LOSSES = "losses"
+    SAVERS = "savers"
+    WEIGHTS = "weights"
+    BIASES = "biases"
+    ACTIVATIONS = "activations"
     UPDATE_OPS = "update_ops"
+    TRAIN_OP = "train_op"
+    INIT_OP = "init_op"
+    LOCAL_INIT_OP = "local_init_op"
+    READY_OP = "ready_op"
+    READY_FOR_LOCAL_INIT_OP = "ready_for_local_init_op"
+    GLOBAL_STEP = "global_step"
+    EVAL_STEP = "eval_step"
+    COND_CONTEXT = "cond_context"
+    WHILE_CONTEXT = "while_context"
+    RESOURCES = "resources"
+    LOCAL_RESOURCES = "local_resources"
 
 
 class Variable:
@@ -38,15 +66,19 @@ class Variable:
 
     def __init__(self, initial_value=None, trainable=True, collections=None,
                  validate_shape=True, caching_device=None, name=None, dtype=None,
-                 expected_shape=None):
+                 expected_shape=None, constraint=None, use_resource=None):
         if initial_value is None:
             raise ValueError("initial_value must be specified.")
+        if use_resource:
+            raise NotImplementedError(f"use_resource=True for variable '{name}': this engine has "
+                                      "TF1's ref variables only; leave use_resource unset.")
+        if constraint is not None and not callable(constraint):
+            raise ValueError("The `constraint` argument must be a callable.")
         g = graph_of(initial_value)
-        with g.as_default(), g.name_scope(name or "Variable") as scope:
-            if callable(initial_value):
-                initial_value = initial_value()
-            self._initial_value = convert_to_tensor(initial_value, dtype=dtype,
-                                                    name="initial_value")
+        # TF's init_scope: a variable never waits on the control dependencies around it.
+        with g.as_default(), g.control_dependencies(None), \
+                g.name_scope(name or "Variable") as scope:
+            self._initial_value = _initial_tensor(g, initial_value, dtype, scope[:-1])
             shape = self._initial_value.shape if validate_shape else TensorShape(None)
             if validate_shape and not shape.is_fully_defined():
                 raise ValueError(f"initial_value must have a shape specified: "
@@ -55,9 +87,15 @@ class Variable:
             self._initializer_op = state_ops.assign(self._variable, self._initial_value,
                                                     validate_shape=validate_shape,
                                                     name="Assign").op
-            with g.colocate_with(self._variable.op):
-                self._snapshot = array_ops.identity(self._variable, name="read")
+            if caching_device is not None:
+                with g.device(caching_device):
+                    self._snapshot = array_ops.identity(self._variable, name="read")
+            else:
+                with g.colocate_with(self._variable.op):
+                    self._snapshot = array_ops.identity(self._variable, name="read")
         self._trainable = trainable
+        self._constraint = constraint
+        self._caching_device = caching_device
         collections = list(collections) if collections is not None else \
             [GraphKeys.GLOBAL_VARIABLES]
         if trainable and GraphKeys.TRAINABLE_VARIABLES not in collections:
@@ -97,6 +135,14 @@ class Variable:
     @property
     def trainable(self) -> bool:
         return self._trainable
+
+    @property
+    def constraint(self):
+        return self._constraint
+
+    @property
+    def caching_device(self):
+        return self._caching_device
 
     @property
     def initializer(self):
@@ -151,6 +197,19 @@ class Variable:
 install_operators(Variable)
 
 
+def _initial_tensor(g, initial_value, dtype, var_name: str):
+    """TF1: a callable initial value is built in `<var>/Initializer/`, outside every device
+    scope and colocated with the variable it initializes (which does not exist yet)."""
+    if not callable(initial_value):
+        return convert_to_tensor(initial_value, dtype=dtype, name="initial_value")
+    first = len(g.get_operations())
+    with g.name_scope("Initializer"), g.device(None):
+        value = convert_to_tensor(initial_value(), dtype=dtype, name="initial_value")
+    for op in g.get_operations()[first:]:
+        op.attrs.setdefault("_class", [f"loc:@{var_name}"])
+    return value
+
+
 def global_variables(scope=None) -> list[Variable]:
     return get_default_graph().get_collection(GraphKeys.GLOBAL_VARIABLES, scope)
 
@@ -161,6 +220,19 @@ def trainable_variables(scope=None) -> list[Variable]:
 
 def local_variables(scope=None) -> list[Variable]:
     return get_default_graph().get_collection(GraphKeys.LOCAL_VARIABLES, scope)
+
+
+def model_variables(scope=None) -> list[Variable]:
+    return get_default_graph().get_collection(GraphKeys.MODEL_VARIABLES, scope)
+
+
+def moving_average_variables(scope=None) -> list[Variable]:
+    return get_default_graph().get_collection(GraphKeys.MOVING_AVERAGE_VARIABLES, scope)
+
+
+def get_collection_ref(key) -> list:
+    """The default graph's collection list itself (appending to it adds to the graph)."""
+    return get_default_graph().get_collection_ref(key)
 
 
 def variables_initializer(var_list, name="init"):

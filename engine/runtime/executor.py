@@ -1,7 +1,10 @@
 """Executes one partition from a precomputed schedule. The schedule is compiled once per plan
 into straight-line Python (one line per node, locals as tensor slots, `del` right after each
 value's last consumer), so a steady-state step costs little more than the torch calls
-themselves. A traced twin of the function records per-op start, end and output bytes."""
+themselves. A traced twin of the function records per-op start, end and output bytes, and
+checks the step's deadline after each op; a checked twin (ConfigProto(check_numerics=True))
+also hands each op's outputs and inputs to a checker (engine/debug/numerics.py) that stops
+the step at the first NaN or Inf. Every Recv delivers on its partition's device."""
 
 from __future__ import annotations
 
@@ -9,6 +12,7 @@ import itertools
 import linecache
 import threading
 import time
+import traceback
 from dataclasses import dataclass, field
 
 import torch
@@ -17,6 +21,7 @@ from engine import errors
 from engine.graph_def import NodeDef, parse_input
 from engine.kernels.registry import Constant, KernelContext, find_kernel
 from engine.ops.registry import get_op_def, is_registered
+from engine.runtime.rendezvous import Deadline
 
 _compile_ids = itertools.count()
 
@@ -30,18 +35,24 @@ class _Instruction:
     uses: list[str]           # local names it reads
     traced: bool = True       # whether the traced twin records a stat for it
     frees: list[str] = field(default_factory=list)   # locals whose last reader this is
+    args: list[str] = field(default_factory=list)    # a kernel's argument expressions
 
 
 class CompiledPartition:
-    def __init__(self, device, nodes: list[NodeDef], ctx: KernelContext, label: str):
+    """`peer_devices` maps each device name to its torch device, so a Recv whose sender keeps
+    its tensors in the same memory (CPU and a virtual GPU) skips the move."""
+
+    def __init__(self, device, nodes: list[NodeDef], ctx: KernelContext, label: str,
+                 peer_devices: dict[str, str] | None = None):
         self.device = device
-        self.nodes = nodes
+        self.nodes = _recvs_before_first_use(nodes)
         self.label = label
+        self._peer_devices = peer_devices or {}
         self._namespace: dict = {"torch": torch}
-        self._instructions = self._lower(nodes, ctx)
+        self._instructions = self._lower(self.nodes, ctx)
+        self.num_kernels = sum(1 for ins in self._instructions if ins.traced)
         self._fast, self._fast_lines = self._build(traced=False)
-        self._traced = None
-        self._traced_lines: dict[int, NodeDef] = {}
+        self._twins: dict[bool, tuple] = {}      # checked? -> (traced step, its line nodes)
         self._lock = threading.Lock()
 
     # -- lowering: nodes -> statements ------------------------------------------------------
@@ -70,7 +81,7 @@ class CompiledPartition:
                 ns[f"K{i}"] = n.meta["key"]
                 names[(n.name, 0)] = f"v{i}"
                 code = f"v{i} = rdv_recv(K{i})"
-                if self.device.torch_device != "cpu":
+                if self._peer_devices.get(n.attr["send_device"]) != self.device.torch_device:
                     ns[f"D{i}"] = torch.device(self.device.torch_device)
                     code += f".to(D{i})"
                 out.append(_Instruction(i, n, code, [f"v{i}"], uses))
@@ -105,17 +116,17 @@ class CompiledPartition:
         call = f"k{i}({', '.join(args)})"
         count = len(n.output_dtypes)
         if count == 0:
-            return _Instruction(i, n, call, [], uses)
+            return _Instruction(i, n, call, [], uses, args=list(args))
         outputs = [f"v{i}_{k}" for k in range(count)]
         for k, local in enumerate(outputs):
             names[(n.name, k)] = local
         target = outputs[0] if count == 1 else ", ".join(outputs)
-        return _Instruction(i, n, f"{target} = {call}", outputs, uses)
+        return _Instruction(i, n, f"{target} = {call}", outputs, uses, args=list(args))
 
     # -- code generation --------------------------------------------------------------------
 
-    def _build(self, traced: bool):
-        header = "def step(feeds, out, rdv_send, rdv_recv, rec, clock):"
+    def _build(self, traced: bool, checked: bool = False):
+        header = "def step(feeds, out, rdv_send, rdv_recv, rec, clock, chk=None):"
         lines, line_nodes = [header], {}
         for ins in self._instructions:
             if ins.code == "pass" and not ins.frees:
@@ -125,13 +136,16 @@ class CompiledPartition:
                 value = (ins.outputs[0] if len(ins.outputs) == 1 else
                          f"({', '.join(ins.outputs)},)" if ins.outputs else "None")
                 stmt = f"t = clock(); {stmt}; rec({ins.index}, t, clock(), {value})"
+            if checked and ins.traced and ins.outputs and ins.node.op != "_Recv":
+                stmt += (f"; chk({ins.index}, ({', '.join(ins.outputs)},), "
+                         f"({''.join(a + ', ' for a in ins.args)}))")
             frees = "; ".join(f"del {v}" for v in ins.frees)
             stmt = "; ".join(s for s in (stmt, frees) if s)
             lines.append(f"    {stmt}")
             line_nodes[len(lines)] = ins.node
         lines.append("    return None")
-        filename = f"<engine {self.label} {'traced' if traced else 'fast'} " \
-                   f"#{next(_compile_ids)}>"
+        kind = "checked" if checked else "traced" if traced else "fast"
+        filename = f"<engine {self.label} {kind} #{next(_compile_ids)}>"
         source = "\n".join(lines) + "\n"
         linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
         code = compile(source, filename, "exec")
@@ -141,30 +155,59 @@ class CompiledPartition:
 
     # -- running ----------------------------------------------------------------------------
 
-    def run(self, feeds, out, rendezvous, stats: list | None) -> None:
+    def run(self, feeds, out, rendezvous, stats: list | None,
+            deadline: Deadline | None = None) -> None:
         send = rendezvous.send if rendezvous is not None else None
         recv = rendezvous.recv if rendezvous is not None else None
-        if stats is None:
+        if stats is None and deadline is None:
             fn, lines = self._fast, self._fast_lines
             try:
                 fn(feeds, out, send, recv, None, None)
             except BaseException as e:
-                raise _node_error(e, fn, lines) from e
+                raise _node_error(e, fn, lines, self.device) from e
             return
-        fn, lines = self._traced_step()
-        records = []
+        # A stats list that carries a checker (engine.debug.numerics) asks for the checked twin.
+        checker = stats.checker(self) if hasattr(stats, "checker") else None
+        fn, lines = self._traced_step(checked=checker is not None)
+        records = [] if stats is not None else None
         try:
-            fn(feeds, out, send, recv, _recorder(records), time.perf_counter_ns)
+            fn(feeds, out, send, recv, _recorder(records, deadline), time.perf_counter_ns,
+               checker)
         except BaseException as e:
-            raise _node_error(e, fn, lines) from e
+            raise _node_error(e, fn, lines, self.device) from e
         finally:
-            stats.append((self, threading.get_ident(), records))
+            if stats is not None:
+                stats.append((self, threading.get_ident(), records))
 
-    def _traced_step(self):
+    def _traced_step(self, checked: bool):
         with self._lock:
-            if self._traced is None:
-                self._traced, self._traced_lines = self._build(traced=True)
-        return self._traced, self._traced_lines
+            if checked not in self._twins:
+                self._twins[checked] = self._build(traced=True, checked=checked)
+        return self._twins[checked]
+
+
+def _recvs_before_first_use(nodes: list[NodeDef]) -> list[NodeDef]:
+    """Moves each _Recv (it has no inputs) to just before its first consumer. Recvs still
+    follow their Sends in the partitioner's global order, so partitions cannot deadlock;
+    a value copied between memories is taken as late as possible, after the control edges
+    that order it behind an update on the sending side (TF's reads-after-updates)."""
+    first_use: dict[str, int] = {}
+    for pos, n in enumerate(nodes):
+        for spelling in n.input:
+            first_use.setdefault(parse_input(spelling)[0], pos)
+    held: dict[int, list[NodeDef]] = {}
+    for n in nodes:
+        if n.op == "_Recv" and n.name in first_use:
+            held.setdefault(first_use[n.name], []).append(n)
+    if not held:
+        return nodes
+    moved = {id(n) for group in held.values() for n in group}
+    out: list[NodeDef] = []
+    for pos, n in enumerate(nodes):
+        out.extend(held.get(pos, ()))
+        if id(n) not in moved:
+            out.append(n)
+    return out
 
 
 def _with_frees(instructions: list[_Instruction]) -> list[_Instruction]:
@@ -188,16 +231,42 @@ def _nbytes(value) -> int:
     return 0
 
 
-def _recorder(records: list):
+def _recorder(records: list | None, deadline: Deadline | None):
+    """The traced twin's per-op callback: records a stat, checks the deadline, or both."""
+    if records is None:
+        check = deadline.check
+
+        def rec(index, start, end, value):
+            check()
+        return rec
     append = records.append
+    if deadline is None:
+        def rec(index, start, end, value):
+            append((index, start, end, _nbytes(value)))
+        return rec
+    check = deadline.check
 
     def rec(index, start, end, value):
         append((index, start, end, _nbytes(value)))
+        check()
     return rec
 
 
-def _node_error(error: BaseException, fn, line_nodes: dict[int, NodeDef]) -> BaseException:
-    """Names the node that failed, prints it, and shows the user code that created it."""
+OOM_HINT = ("\nHint: If you want to see a list of allocated tensors when OOM happens, add "
+             "report_tensor_allocations_upon_oom to RunOptions for current allocation info.\n")
+
+
+def _is_out_of_memory(error: BaseException) -> bool:
+    if isinstance(error, torch.OutOfMemoryError):
+        return True
+    text = str(error) if isinstance(error, RuntimeError) else ""
+    return "out of memory" in text or "can't allocate memory" in text
+
+
+def _node_error(error: BaseException, fn, line_nodes: dict[int, NodeDef],
+                device=None) -> BaseException:
+    """Names the node that failed, prints it, and shows the user code that created it. The
+    failed step's frames are cleared, so the error does not keep its tensors alive."""
     if isinstance(error, (KeyboardInterrupt, SystemExit)) or getattr(error, "_engine_node", None):
         return error
     node = None
@@ -206,14 +275,26 @@ def _node_error(error: BaseException, fn, line_nodes: dict[int, NodeDef]) -> Bas
         if tb.tb_frame.f_code is fn.__code__:
             node = line_nodes.get(tb.tb_lineno)
         tb = tb.tb_next
+    traceback.clear_frames(error.__traceback__)
     if node is None:
         return error
     cls = type(error) if isinstance(error, errors.OpError) else errors.InvalidArgumentError
-    site = node.defined_at()
-    stack = "".join(f"\n  {frame}" for frame in node.meta.get("stack", ()))
-    message = (f"{error}\n\t [[node {node.name} (defined at {site}) = "
-               f"{node.summary().split(' = ', 1)[1]}]]\n\nCaused by op '{node.name}', "
-               f"defined at:{stack or ' <unknown>'}")
-    wrapped = cls(node, None, message)
+    text = str(error)
+    hint = ""
+    if _is_out_of_memory(error):
+        cls = errors.ResourceExhaustedError
+        where = f" on {device.name}" if device is not None else ""
+        text = f"OOM when running {node.name}{where}: {text.splitlines()[0] if text else ''}"
+        hint = OOM_HINT
+    wrapped = cls(node, None, describe_failure(node, text, hint))
     wrapped._engine_node = node.name
     return wrapped
+
+
+def describe_failure(node: NodeDef, text: str, hint: str = "") -> str:
+    """`text`, then the node printed (and a hint) and the user code that created it."""
+    site = node.defined_at()
+    stack = "".join(f"\n  {frame}" for frame in node.meta.get("stack", ()))
+    return (f"{text}\n\t [[node {node.name} (defined at {site}) = "
+            f"{node.summary().split(' = ', 1)[1]}]]{hint}\n\nCaused by op '{node.name}', "
+            f"defined at:{stack or ' <unknown>'}")

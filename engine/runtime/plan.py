@@ -1,9 +1,11 @@
 """An execution plan for one (fetches, feeds, targets, graph version) signature: prune,
 partition and compile once; `run` executes the partitions (concurrently when there are
-several, through a rendezvous) and returns the fetched values."""
+several, through a rendezvous, under the step's deadline and the session's inter-op gate)
+and returns the fetched values."""
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -14,7 +16,7 @@ from engine.kernels.registry import KernelContext
 from engine.passes.partition import PartitionResult, partition
 from engine.passes.prune import ClientGraph, prune
 from engine.runtime.executor import CompiledPartition
-from engine.runtime.rendezvous import Rendezvous
+from engine.runtime.rendezvous import Deadline, Gate, Rendezvous
 
 _plan_ids = itertools.count(1)
 
@@ -39,28 +41,35 @@ class Plan:
                                          list(key.fetches), list(key.targets), client_device)
         self.result: PartitionResult = partition(self.client)
         ordered = sorted(self.result.partitions, key=lambda d: (d != client_device, d))
+        peers = {name: d.torch_device for name, d in devices_by_name.items()}
         self.partitions = [
             CompiledPartition(devices_by_name[d], self.result.partitions[d],
                               KernelContext(devices_by_name[d], devices_by_name[d].torch_device,
                                             variables),
-                              f"plan {self.id} {d}")
+                              f"plan {self.id} {d}", peers)
             for d in ordered]
         self.num_ops = sum(len(p.nodes) for p in self.partitions)
+        self.num_kernels = sum(p.num_kernels for p in self.partitions)
 
     def partition_graphs(self) -> list[GraphDef]:
         return [GraphDef(p.nodes, self.key.graph_version) for p in self.partitions]
 
-    def run(self, feeds: list, pool: ThreadPoolExecutor | None, stats: list | None) -> list:
+    def run(self, feeds: list, pool: ThreadPoolExecutor | None, stats: list | None,
+            control: StepControl | None = None) -> list:
+        """Runs one step. `control` (optional) carries the deadline and gate in and the bytes
+        that crossed devices out."""
+        control = control or StepControl()
         out = [None] * len(self.key.fetches)
         if len(self.partitions) == 1:
-            self.partitions[0].run(feeds, out, None, stats)
+            with control.gate or contextlib.nullcontext():
+                self.partitions[0].run(feeds, out, None, stats, control.deadline)
             return out
-        rendezvous = Rendezvous()
-        futures = [pool.submit(_run_one, p, feeds, out, rendezvous, stats)
+        rendezvous = Rendezvous(control.deadline, control.gate)
+        futures = [pool.submit(_run_one, p, feeds, out, rendezvous, stats, control)
                    for p in self.partitions[1:]]
         failures = []
         try:
-            _run_one(self.partitions[0], feeds, out, rendezvous, stats)
+            _run_one(self.partitions[0], feeds, out, rendezvous, stats, control)
         except BaseException as e:  # noqa: BLE001 - collected and re-raised below
             failures.append(e)
         for f in futures:
@@ -68,14 +77,24 @@ class Plan:
                 f.result()
             except BaseException as e:  # noqa: BLE001
                 failures.append(e)
+        control.bytes_moved = rendezvous.bytes_sent
         if failures:
             raise _first_cause(failures)
         return out
 
 
-def _run_one(part: CompiledPartition, feeds, out, rendezvous: Rendezvous, stats) -> None:
+@dataclass
+class StepControl:
+    deadline: Deadline | None = None
+    gate: Gate | None = None
+    bytes_moved: int = 0
+
+
+def _run_one(part: CompiledPartition, feeds, out, rendezvous: Rendezvous, stats,
+             control: StepControl) -> None:
     try:
-        part.run(feeds, out, rendezvous, stats)
+        with control.gate or contextlib.nullcontext():
+            part.run(feeds, out, rendezvous, stats, control.deadline)
     except BaseException as e:
         rendezvous.abort(e)
         raise

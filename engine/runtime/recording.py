@@ -1,5 +1,7 @@
 """Turns what the Session computed (graph, placement, plans, step stats) into run-store
-records and TF's RunMetadata. The passes never see the recorder; the Session calls these."""
+records and TF's RunMetadata. The passes never see the recorder; the Session calls these.
+Traced steps give one OpStat per kernel and one Transfer per Recv; untraced ones a
+StepRecord only."""
 
 from __future__ import annotations
 
@@ -83,6 +85,13 @@ def step_records(step: int, plan, wall_start: float, duration_us: float, stats, 
     moved = sum(t.bytes for t in transfers)
     record = schema.StepRecord(step, plan.id, wall_start, duration_us, len(ops), moved)
     return record, ops, transfers
+
+
+def untraced_step_record(step: int, plan, wall_start: float, duration_us: float,
+                         bytes_moved: int) -> schema.StepRecord:
+    """An untraced step: its duration, plan, kernel count and the bytes its Recvs took."""
+    return schema.StepRecord(step, plan.id, wall_start, duration_us, plan.num_kernels,
+                             bytes_moved)
 
 
 def step_stats(stats, t0_ns: int, wall_start_us: int) -> StepStats:

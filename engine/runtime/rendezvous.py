@@ -1,45 +1,113 @@
-"""The in-process rendezvous (TF_BEHAVIOUR 3.10): per key a FIFO; send never blocks, recv
-waits for the value or for an abort, which wakes every waiter with the abort's error."""
+"""The in-process rendezvous (TF_BEHAVIOUR 3.10) and what bounds a step's waiting: per key a
+FIFO; send never blocks, recv waits for the value, for an abort (which wakes every waiter
+with the abort's error) or for the step's Deadline; a Gate caps how many partitions run
+kernels at once, and a partition waiting in recv does not hold it."""
 
 from __future__ import annotations
 
 import collections
 import threading
+import time
 
 from engine import errors
 
 _WAIT_SLICE_S = 1.0
+_EMPTY = object()
+_clock = time.monotonic    # module-level so tests can drive a deadline without sleeping
+
+
+class Deadline:
+    """A step's deadline: RunOptions.timeout_in_ms, else ConfigProto.operation_timeout_in_ms."""
+
+    def __init__(self, timeout_ms: int):
+        self.timeout_ms = timeout_ms
+        self._at = _clock() + timeout_ms / 1e3
+
+    def remaining_s(self) -> float:
+        return self._at - _clock()
+
+    def check(self) -> None:
+        if self.remaining_s() <= 0:
+            raise self.error()
+
+    def error(self) -> errors.DeadlineExceededError:
+        return errors.DeadlineExceededError(
+            None, None, f"Timed out waiting for notification: the step ran past its deadline "
+                        f"of {self.timeout_ms} ms (RunOptions.timeout_in_ms, or "
+                        f"ConfigProto.operation_timeout_in_ms when that is 0)")
+
+
+class Gate:
+    """ConfigProto.inter_op_parallelism_threads: at most `n` partitions (of all the session's
+    steps) run kernels at the same time."""
+
+    def __init__(self, n: int):
+        self.n = n
+        self._slots = threading.BoundedSemaphore(n)
+
+    def __enter__(self):
+        self._slots.acquire()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._slots.release()
+
+    def pause(self) -> None:
+        self._slots.release()
+
+    def resume(self) -> None:
+        self._slots.acquire()
 
 
 class Rendezvous:
-    def __init__(self, timeout_s: float | None = None):
+    def __init__(self, deadline: Deadline | None = None, gate: Gate | None = None):
         self._cond = threading.Condition()
         self._values: dict[str, collections.deque] = {}
         self._aborted: BaseException | None = None
-        self._timeout_s = timeout_s
+        self._deadline = deadline
+        self._gate = gate
+        self.bytes_sent = 0
 
     def send(self, key: str, value) -> None:
         with self._cond:
             if self._aborted is not None:
                 raise self._aborted
             self._values.setdefault(key, collections.deque()).append(value)
+            self.bytes_sent += getattr(value, "nbytes", 0)
             self._cond.notify_all()
 
     def recv(self, key: str):
         with self._cond:
-            waited = 0.0
-            while True:
-                if self._aborted is not None:
-                    raise self._aborted
-                queue = self._values.get(key)
-                if queue:
-                    return queue.popleft()
-                if self._timeout_s is not None and waited >= self._timeout_s:
-                    raise errors.DeadlineExceededError(
-                        None, None, f"Timed out after {self._timeout_s} s waiting for tensor "
-                                    f"with rendezvous key {key}")
-                self._cond.wait(_WAIT_SLICE_S)
-                waited += _WAIT_SLICE_S
+            value = self._take(key)
+            if value is not _EMPTY:
+                return value
+        if self._gate is not None:
+            self._gate.pause()
+        try:
+            with self._cond:
+                while True:
+                    value = self._take(key)
+                    if value is not _EMPTY:
+                        return value
+                    self._wait()
+        finally:
+            if self._gate is not None:
+                self._gate.resume()
+
+    def _take(self, key: str):
+        if self._aborted is not None:
+            raise self._aborted
+        queue = self._values.get(key)
+        return queue.popleft() if queue else _EMPTY
+
+    def _wait(self) -> None:
+        timeout = _WAIT_SLICE_S
+        if self._deadline is not None:
+            remaining = self._deadline.remaining_s()
+            if remaining <= 0:
+                raise self._deadline.error()
+            timeout = min(timeout, remaining)
+        self._cond.wait(timeout)
 
     def abort(self, error: BaseException) -> None:
         with self._cond:

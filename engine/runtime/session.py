@@ -1,26 +1,40 @@
 """tf.Session: places the graph (once per graph version), builds and caches a plan per
-(fetches, feeds, targets, graph version), runs it, fills RunMetadata, and hands every
-decision and step to the run store when a logdir is given."""
+(fetches, feeds, targets, graph version), runs it under the step's deadline, fills
+RunMetadata, and hands every decision and step to the run store when a logdir is given
+(per-op stats only on the steps that are traced)."""
 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+import torch
+
 from engine import errors
+from engine.debug import numerics
 from engine.devices import device_mapping_text, discover_devices
 from engine.graph import Graph, get_default_graph
 from engine.kernels.state import VariableStore
 from engine.passes.place import Placement, place
 from engine.runtime import recording
 from engine.runtime.config import ConfigProto, RunOptions
+from engine.runtime.executor import OOM_HINT
 from engine.runtime.fetches import FetchStructure, feed_value, resolve_feeds, to_numpy
-from engine.runtime.plan import Plan, PlanKey
+from engine.runtime.plan import Plan, PlanKey, StepControl
+from engine.runtime.rendezvous import Deadline, Gate
 from engine.summary.writer import attached_run_writer
 
 _default_sessions = threading.local()
+
+# Per-op stats of a recorded session: the first step and every Nth after it, unless
+# ConfigProto.trace_every_n_steps says otherwise.
+DEFAULT_TRACE_EVERY_N_STEPS = 100
+# Partitions of concurrent steps share the pool; threads are only made when all are busy,
+# and a step's partitions must all get one (each may wait on another's Send).
+_MAX_PARTITION_THREADS = 64
 
 
 class Session:
@@ -31,19 +45,29 @@ class Session:
             raise errors.UnimplementedError(
                 None, None, f"Session target {target!r}: only the in-process target '' is "
                             "available; distributed targets come with the gRPC runtime.")
+        self._closed = True   # until the end of __init__, so close() from __del__ is a no-op
         self._graph = graph or get_default_graph()
         self._config = config or ConfigProto()
-        self._devices = discover_devices(self._config.virtual_gpus)
+        gpu_options = self._config.gpu_options
+        self._devices = discover_devices(self._config.virtual_gpus,
+                                         device_count=self._config.device_count,
+                                         visible_device_list=gpu_options.visible_device_list)
         self._devices_by_name = {d.name: d for d in self._devices}
-        self._client_device = next(d.name for d in self._devices if d.device_type == "CPU")
+        self._client_device = self._devices[0].name
         self._variables = VariableStore()
         self._placement: Placement | None = None
         self._placed_version = -1
         self._plans: dict[tuple, Plan] = {}
-        self._step = 0
+        self._steps = itertools.count(1)
+        self._trace_every = (DEFAULT_TRACE_EVERY_N_STEPS
+                             if self._config.trace_every_n_steps is None
+                             else self._config.trace_every_n_steps)
+        inter_op = self._config.inter_op_parallelism_threads
+        self._gate = Gate(inter_op) if inter_op > 0 else None
         self._pool: ThreadPoolExecutor | None = None
-        self._closed = False
         self._lock = threading.RLock()
+        self._restore = _apply_process_settings(self._config, self._devices)
+        self._closed = False
         self._writer = self._open_writer(logdir, run_name)
         self._owns_writer = self._writer is not None
         if self._config.log_device_placement:
@@ -84,37 +108,85 @@ class Session:
             self._follow_graph_writer()
             plan = self._plan_for(structure, feeds)
         values = [feed_value(t, v) for t, v in feeds]
-        traced = self._writer is not None or (options is not None and options.trace_level > 0)
-        if not traced:
-            out = plan.run(values, self._thread_pool(plan), None)
-        else:
-            out = self._run_traced(plan, values, run_metadata)
+        step = next(self._steps)
+        asked = options is not None and options.trace_level > 0
+        traced = asked or (self._writer is not None and self._trace_due(step))
+        control = StepControl(self._deadline(options), self._gate)
+        try:
+            if self._writer is None and not traced and not self._config.check_numerics:
+                out = plan.run(values, self._thread_pool(plan), None, control)
+            else:
+                out = self._run_recorded(plan, values, step, traced, control,
+                                         run_metadata if asked else None)
+        except errors.ResourceExhaustedError as e:
+            if options is None or not options.report_tensor_allocations_upon_oom:
+                raise
+            raise self._with_allocation_report(e) from e
         if run_metadata is not None and options is not None and options.output_partition_graphs:
             run_metadata.partition_graphs = plan.partition_graphs()
         return structure.rebuild([to_numpy(v) for v in out])
 
-    def _run_traced(self, plan: Plan, values, run_metadata):
-        stats: list = []
+    def _trace_due(self, step: int) -> bool:
+        every = self._trace_every
+        return every > 0 and (step - 1) % every == 0
+
+    def _deadline(self, options: RunOptions | None) -> Deadline | None:
+        timeout = options.timeout_in_ms if options is not None else 0
+        timeout = timeout or self._config.operation_timeout_in_ms
+        return Deadline(timeout) if timeout > 0 else None
+
+    def _run_recorded(self, plan: Plan, values, step: int, traced: bool,
+                      control: StepControl, run_metadata):
+        """A step that is traced (per-op stats), recorded or checked for NaN/Inf; an untraced
+        recorded step takes the fast path and stores only its StepRecord. A checked step that
+        finds a NaN or Inf records the alert (committed before the error surfaces)."""
+        stats: list | None = numerics.CheckedStepStats() if self._config.check_numerics else \
+            [] if traced else None
         wall_start = time.time()
         t0 = time.perf_counter_ns()
+        found = None
         try:
-            out = plan.run(values, self._thread_pool(plan), stats)
+            return plan.run(values, self._thread_pool(plan), stats, control)
+        except errors.OpError as e:
+            found = numerics.failure(stats, e, step, self._graph)
+            if found is None or found[1] is e:
+                raise
+            raise found[1] from None
         finally:
             duration_us = (time.perf_counter_ns() - t0) / 1e3
-            self._step += 1
             if run_metadata is not None:
                 run_metadata.step_stats = recording.step_stats(stats, t0, int(wall_start * 1e6))
             if self._writer is not None:
-                self._writer.step(*recording.step_records(self._step, plan, wall_start,
-                                                          duration_us, stats, t0))
-        return out
+                if traced or found is not None:    # a NaN step keeps its op stats
+                    self._writer.step(*recording.step_records(step, plan, wall_start,
+                                                              duration_us, stats, t0))
+                else:
+                    self._writer.step(recording.untraced_step_record(
+                        step, plan, wall_start, duration_us, control.bytes_moved), (), ())
+                if found is not None:
+                    self._writer.alert(found[0])
+                    self._writer.flush()
+
+    def _with_allocation_report(self, error: errors.ResourceExhaustedError):
+        """RunOptions.report_tensor_allocations_upon_oom: the variables held on the failing
+        node's device replace TF's hint."""
+        device = getattr(error.node_def, "device", "")
+        held = sorted((s for s in self._variables.slots()
+                       if s.device == device and s.value is not None),
+                      key=lambda s: -s.value.nbytes)
+        lines = "".join(f"\n  {s.name}: {list(s.value.shape)} {s.dtype.name}, "
+                        f"{s.value.nbytes} bytes" for s in held)
+        report = (f"\nCurrent allocation summary for {device}: variables "
+                  f"{sum(s.value.nbytes for s in held)} bytes{lines or ' (none)'}\n")
+        return type(error)(error.node_def, error.op, error.message.replace(OOM_HINT, report))
 
     def _thread_pool(self, plan: Plan) -> ThreadPoolExecutor | None:
         if len(plan.partitions) < 2:
             return None
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(max_workers=max(1, len(self._devices) - 1),
-                                            thread_name_prefix="engine-partition")
+        with self._lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=_MAX_PARTITION_THREADS,
+                                                thread_name_prefix="engine-partition")
         return self._pool
 
     def _plan_for(self, structure: FetchStructure, feeds) -> Plan:
@@ -180,7 +252,7 @@ class Session:
         return writer
 
     def close(self) -> None:
-        if self._closed:
+        if getattr(self, "_closed", True):
             return
         self._closed = True
         if self._pool is not None:
@@ -189,6 +261,7 @@ class Session:
             self._writer.close()
         self._variables.clear()
         self._plans.clear()
+        self._restore()
 
     def __enter__(self):
         self._default_cm = self.as_default()
@@ -234,6 +307,32 @@ class InteractiveSession(Session):
             stack.remove(self)
             self._graph_cm.__exit__(None, None, None)
         super().close()
+
+
+def _apply_process_settings(config: ConfigProto, devices):
+    """The options torch keeps per process (its thread count, each CUDA device's memory
+    cap): set while the session is open; returns what restores them at close."""
+    restores = []
+    threads = config.intra_op_parallelism_threads
+    if threads > 0:
+        previous = torch.get_num_threads()
+        torch.set_num_threads(threads)
+        restores.append(lambda: torch.get_num_threads() == threads and
+                        torch.set_num_threads(previous))
+    fraction = config.gpu_options.per_process_gpu_memory_fraction
+    if fraction > 0:
+        for d in devices:
+            if d.torch_device.startswith("cuda"):
+                index = torch.device(d.torch_device).index
+                before = torch.cuda.get_per_process_memory_fraction(index)
+                torch.cuda.set_per_process_memory_fraction(fraction, index)
+                restores.append(lambda i=index, b=before:
+                                torch.cuda.set_per_process_memory_fraction(b, i))
+
+    def restore() -> None:
+        for undo in reversed(restores):
+            undo()
+    return restore
 
 
 def _session_stack() -> list:

@@ -353,3 +353,163 @@ def test_module_import_does_not_import_torch():
                             check=True)
     assert result.stdout.strip() == "False"
     assert re.fullmatch(r"\s*", result.stderr)
+
+
+# ---- ConfigProto.device_count and GPUOptions.visible_device_list ----
+
+def test_device_count_hides_caps_and_multiplies(no_cuda):
+    def names(**kwargs):
+        return [d.name[len(LOCAL) + 8:] for d in discover_devices(**kwargs)]
+    assert names(virtual_gpus=2, device_count={"GPU": 0}) == ["CPU:0"]
+    assert names(virtual_gpus=2, device_count={"GPU": 1}) == ["CPU:0", "GPU:0"]
+    assert names(virtual_gpus=1, device_count={"GPU": 5}) == ["CPU:0", "GPU:0"]
+    assert names(device_count={"CPU": 3}) == ["CPU:0", "CPU:1", "CPU:2"]
+    cpus = discover_devices(device_count={"CPU": 2})
+    assert [(d.index, d.torch_device, d.priority) for d in cpus] == [(0, "cpu", 60),
+                                                                    (1, "cpu", 60)]
+
+
+@pytest.mark.parametrize("device_count, match", [
+    ({"TPU": 1}, "device_count has key 'TPU'"),
+    ({"gpu": 0}, "device_count has key 'gpu'"),
+    ({"GPU": -1}, r"device_count\['GPU'\] must be an int >= 0"),
+    ({"GPU": 1.5}, r"device_count\['GPU'\] must be an int >= 0"),
+])
+def test_device_count_rejects_unknown_types_and_bad_counts(device_count, match):
+    with pytest.raises(ValueError, match=match):
+        discover_devices(device_count=device_count)
+
+
+def test_device_count_without_a_cpu_is_tfs_not_found():
+    from engine import errors
+    with pytest.raises(errors.NotFoundError, match="No CPU devices are available in this "
+                                                   "process"):
+        discover_devices(device_count={"CPU": 0})
+
+
+def test_session_honours_device_count_for_virtual_gpus(no_cuda):
+    import engine as tf
+    with tf.Graph().as_default():
+        with tf.device("/gpu:0"):
+            y = tf.constant([1.0, 2.0]) * 2.0
+        config = tf.ConfigProto(virtual_gpus=2, device_count={"GPU": 0},
+                                allow_soft_placement=True)
+        with tf.Session(config=config) as sess:
+            assert [d.name[-5:] for d in sess.list_devices()] == ["CPU:0"]
+            assert sess.run(y).tolist() == [2.0, 4.0]
+            assert sess.placement.device_of(y.op.name).endswith("CPU:0")
+
+
+@pytest.fixture
+def two_fake_cuda_devices(monkeypatch):
+    import torch
+
+    props = [SimpleNamespace(name=f"Fake H{k}", major=9, minor=0, pci_domain_id=0,
+                             pci_bus_id=k, pci_device_id=0) for k in range(2)]
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda k: props[k])
+
+
+def test_visible_device_list_picks_and_orders_cuda_devices(two_fake_cuda_devices):
+    gpus = discover_devices(visible_device_list="1")[1:]
+    assert [(d.name[-5:], d.torch_device) for d in gpus] == [("GPU:0", "cuda:1")]
+    assert gpus[0].physical_desc.startswith("device: 1, name: Fake H1")
+    gpus = discover_devices(visible_device_list="1,0")[1:]
+    assert [d.torch_device for d in gpus] == ["cuda:1", "cuda:0"]
+    gpus = discover_devices(virtual_gpus=2, visible_device_list="1")[1:]
+    assert [(d.torch_device, d.virtual) for d in gpus] == [("cuda:1", False), ("cpu", True)]
+
+
+@pytest.mark.parametrize("visible, match", [
+    ("x", "Could not parse entry in 'visible_device_list': 'x'. visible_device_list = x"),
+    ("2", "'visible_device_list' listed an invalid Device id '2' but visible device count "
+          "is 2"),
+    ("0,0", "visible_device_list contained a duplicate entry: 0,0"),
+])
+def test_visible_device_list_errors_are_tfs(two_fake_cuda_devices, visible, match):
+    from engine import errors
+    with pytest.raises(errors.InvalidArgumentError, match=match):
+        discover_devices(visible_device_list=visible)
+
+
+# ---- every cut delivers its tensor on the receiving device ----
+# A GPU mapped to torch's meta device holds tensors that are visibly not on the CPU, so a
+# Recv that forgets to move its tensor hands a meta tensor to the receiving kernel.
+
+@pytest.fixture
+def meta_gpu(monkeypatch):
+    """A session whose GPU:0 keeps its tensors on torch's meta device, and a probe that
+    records the device of every tensor a Neg kernel receives (CPU and GPU alike)."""
+    import dataclasses
+
+    import torch
+
+    from engine.kernels import registry
+    from engine.runtime import session as session_module
+
+    real_discover = session_module.discover_devices
+
+    def discover(*args, **kwargs):
+        return [dataclasses.replace(d, torch_device="meta") if d.device_type == "GPU" else d
+                for d in real_discover(*args, **kwargs)]
+
+    seen = []
+
+    def probe(node, ctx):
+        def run(x):
+            seen.append((ctx.device.device_type, x.device, torch.device(ctx.torch_device)))
+            return torch.neg(x)
+        return run
+
+    monkeypatch.setattr(session_module, "discover_devices", discover)
+    monkeypatch.setitem(registry._KERNELS, "Neg", [
+        registry.KernelDef("Neg", t, {}, probe) for t in ("CPU", "GPU")])
+    return seen
+
+
+def test_cpu_to_gpu_cut_delivers_on_the_gpu(meta_gpu):
+    import engine as tf
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float32, [2], name="x")
+        with tf.device("/gpu:0"):
+            y = tf.negative(x * 2.0, name="y")
+        with tf.Session(config=tf.ConfigProto(virtual_gpus=1)) as sess:
+            sess.run(y.op, {x: [1.0, 2.0]})
+    assert [(t, got.type) for t, got, _ in meta_gpu] == [("GPU", "meta")]
+
+
+def test_gpu_to_cpu_cut_delivers_on_the_cpu(meta_gpu):
+    import engine as tf
+    from engine import errors
+    with tf.Graph().as_default():
+        with tf.device("/gpu:0"):
+            c = tf.constant([1.0, 2.0], name="c") * 2.0
+        with tf.device("/cpu:0"):
+            y = tf.negative(c, name="y")
+        with tf.Session(config=tf.ConfigProto(virtual_gpus=1)) as sess:
+            # A meta tensor has no data to copy: the Recv's move onto the CPU is what fails,
+            # so no CPU kernel ever sees a tensor from the GPU's memory.
+            with pytest.raises(errors.InvalidArgumentError,
+                               match=r"Cannot copy out of meta tensor[\s\S]*= _Recv\["
+                                     r".*send_device=\S*GPU:0"):
+                sess.run(y.op)
+    assert meta_gpu == []
+
+
+def test_data_and_control_cuts_deliver_on_the_receiving_device(meta_gpu):
+    """A data edge and a control edge into the GPU: each Neg sees its own device's tensors."""
+    import engine as tf
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float32, [2], name="x")
+        with tf.device("/cpu:0"):
+            a = tf.negative(x, name="a")
+        with tf.device("/gpu:0"):
+            with tf.control_dependencies([a]):
+                b = tf.negative(a * 3.0, name="b")
+        with tf.Session(config=tf.ConfigProto(virtual_gpus=1)) as sess:
+            sess.run(b.op, {x: [1.0, 2.0]})
+            (plan,) = sess._plans.values()
+            kinds = {e.tensor.startswith("^") for e in plan.result.cut_edges}
+    assert kinds == {True, False}
+    assert sorted((t, got.type) for t, got, _ in meta_gpu) == [("CPU", "cpu"), ("GPU", "meta")]
+    assert all(got == want for _, got, want in meta_gpu)

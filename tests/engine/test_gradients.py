@@ -490,3 +490,17 @@ def test_reduce_max_gradient_splits_ties_evenly():
         with tf.Session(graph=g) as s:
             got = s.run(gx)
     np.testing.assert_allclose(got, [[0.0, 0.5, 0.5], [1.0, 0.0, 0.0]])
+
+
+def test_maximum_and_minimum_ties_send_the_gradient_to_x():
+    """TF 2.21 tf.compat.v1: max(x, 2) at x=[1,2,3] gives dx [0,1,1], dy [1,0,0]; min gives
+    dx [1,1,0], dy [0,0,1]."""
+    g = tf.Graph()
+    with g.as_default():
+        x, y = tf.constant([1.0, 2.0, 3.0]), tf.constant([2.0, 2.0, 2.0])
+        grads = tf.gradients(tf.reduce_sum(tf.maximum(x, y)), [x, y]) + \
+            tf.gradients(tf.reduce_sum(tf.minimum(x, y)), [x, y])
+        with tf.Session(graph=g) as s:
+            got = s.run(grads)
+    for value, want in zip(got, ([0, 1, 1], [1, 0, 0], [1, 1, 0], [0, 0, 1])):
+        np.testing.assert_array_equal(value, want)

@@ -160,7 +160,8 @@ def test_closed_session_and_unknown_target(g):
 
 
 def test_config_rejects_bad_fields():
-    with pytest.raises(TypeError, match="unknown field"):
+    with pytest.raises(ValueError, match='Protocol message ConfigProto has no "log_placement" '
+                                         'field. Known fields: log_device_placement'):
         tf.ConfigProto(log_placement=True)
     with pytest.raises(ValueError, match="virtual_gpus"):
         tf.ConfigProto(virtual_gpus=-1)
@@ -196,7 +197,7 @@ def test_session_records_graph_placement_partitions_and_steps(g, tmp_path):
         y = tf.negative(x, name="y")
     with tf.device("/gpu:0"):
         counter = tf.Variable(0, name="counter")   # int32: soft fallback to CPU
-    config = tf.ConfigProto(virtual_gpus=2, allow_soft_placement=True)
+    config = tf.ConfigProto(virtual_gpus=2, allow_soft_placement=True, trace_every_n_steps=2)
     with tf.Session(config=config, logdir=str(tmp_path), run_name="rec") as sess:
         sess.run(counter.initializer)
         for step in range(3):
@@ -212,10 +213,14 @@ def test_session_records_graph_placement_partitions_and_steps(g, tmp_path):
     to_gpu = [e for e in edges if e.dst_device.endswith("GPU:1")]
     assert to_gpu and to_gpu[-1].bytes == 40   # ten float32 values
     steps = reader.steps()
-    assert len(steps) == 4
-    stats = reader.step_stats(steps[-1].step)
+    assert [s.step for s in steps] == [1, 2, 3, 4]
+    # Traced: the first step and every 2nd after it; the others keep only their StepRecord.
+    assert [bool(reader.step_stats(s.step)) for s in steps] == [True, False, True, False]
+    stats = reader.step_stats(3)
     assert {s.node for s in stats} >= {"y"}
     assert next(s for s in stats if s.node == "y").output_bytes == 40
+    assert [s.bytes_moved for s in steps[1:]] == [80, 80, 80]   # x to GPU:1, y back
+    assert steps[3].num_ops == steps[2].num_ops == len(stats)
     steps_, values = reader.scalars("loss")
     assert steps_.tolist() == [0, 1, 2]
     np.testing.assert_allclose(values, [1.0, 0.5, 1 / 3])
