@@ -398,3 +398,31 @@ def test_a_checkpoint_that_does_not_match_fails_the_start_by_name(tmp_path):
             tf.train.MonitoredTrainingSession(checkpoint_dir=str(tmp_path))
         assert not g.finalized
 
+
+
+def test_adam_slots_are_checkpointed_under_tfs_names_and_resume_exactly(tmp_path):
+    def train(directory, last_step):
+        g = tf.Graph()
+        rng = np.random.RandomState(0)
+        with g.as_default():
+            x = tf.constant(rng.rand(16, 3).astype(np.float32))
+            y = tf.constant(rng.rand(16, 1).astype(np.float32))
+            with tf.variable_scope("dense"):
+                w = tf.get_variable("kernel", [3, 1], initializer=tf.zeros_initializer())
+            loss = tf.reduce_mean(tf.square(tf.matmul(x, w) - y))
+            step = tf.train.get_or_create_global_step()
+            train_op = tf.train.AdamOptimizer(0.1).minimize(loss, global_step=step)
+            with tf.train.MonitoredTrainingSession(
+                    checkpoint_dir=directory, save_checkpoint_steps=3, log_step_count_steps=0,
+                    hooks=[tf.train.StopAtStepHook(last_step=last_step)]) as sess:
+                while not sess.should_stop():
+                    sess.run(train_op)
+        return tf.train.load_variable(directory, "dense/kernel")
+
+    straight = train(str(tmp_path / "a"), 9)
+    train(str(tmp_path / "b"), 4)
+    resumed = train(str(tmp_path / "b"), 9)
+    assert [name for name, _ in tf.train.list_variables(str(tmp_path / "b"))] == [
+        "beta1_power", "beta2_power", "dense/kernel", "dense/kernel/Adam", "dense/kernel/Adam_1",
+        "global_step"]
+    assert resumed.tobytes() == straight.tobytes()
