@@ -91,7 +91,7 @@ def write_checkpoint(prefix: str, tensors: dict[str, tuple[np.ndarray, dtypes.DT
         array = _to_storage(np.asarray(value), dtype)
         stored[name] = array
         entries[name] = {"dtype": dtype.name, "shape": list(np.shape(value)),
-                         "crc32": zlib.crc32(array.tobytes())}
+                         "crc32": zlib.crc32(array.reshape(-1).view(np.uint8))}
         specs[name] = safetensors.TensorSpec(dtype=_STORAGE[dtype][0], shape=list(array.shape),
                                              data_ptr=array.ctypes.data, data_len=array.nbytes)
     data = data_path(prefix)
@@ -199,8 +199,9 @@ def _stored_layout(entry: _Entry) -> tuple[str, tuple[int, ...]]:
     return _STORAGE[entry.dtype][1], entry.shape + extra
 
 
-def _decode(path: str, index: str, entry: _Entry, data: bytes) -> np.ndarray:
-    """The numpy value of one stored tensor (its layout already matched the index)."""
+def _decode(path: str, index: str, entry: _Entry, data: bytearray) -> np.ndarray:
+    """The numpy value of one stored tensor (its layout already matched the index); the
+    array shares `data`'s buffer where no conversion is needed."""
     crc = zlib.crc32(data)
     if crc != entry.crc32:
         raise _corrupt(path, f"tensor '{entry.name}': checksum does not match: stored "
@@ -212,7 +213,7 @@ def _decode(path: str, index: str, entry: _Entry, data: bytes) -> np.ndarray:
         return (array.astype(np.uint32) << 16).view(np.float32)
     if entry.dtype is dtypes.complex128:
         return array.astype(np.float64).view(np.complex128).reshape(entry.shape)
-    return array.astype(array.dtype.newbyteorder("="))
+    return array.astype(array.dtype.newbyteorder("="), copy=False)
 
 
 class CheckpointReader:
@@ -286,8 +287,12 @@ class CheckpointReader:
         if name not in self._entries:
             raise errors.NotFoundError(None, None, f"Key {name} not found in checkpoint")
         if self._values is None:
-            self._values = self._read_values()
+            self._values = self.read_all()
         return self._values[name].copy()
+
+    def read_all(self) -> dict[str, np.ndarray]:
+        """Every tensor, checked, in arrays the caller owns (one read of the data file)."""
+        return self._read_values()
 
     def _read_values(self) -> dict[str, np.ndarray]:
         path = self._data
@@ -299,7 +304,7 @@ class CheckpointReader:
             raise _corrupt(path, str(e)) from None
         if set(stored) != set(self._entries):
             raise _corrupt(path, "the file changed since the checkpoint was opened")
-        return {name: _decode(path, self._index, e, bytes(stored[name]["data"]))
+        return {name: _decode(path, self._index, e, stored[name]["data"])
                 for name, e in self._entries.items()}
 
 

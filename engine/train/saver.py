@@ -338,8 +338,8 @@ class Saver:
         logger.info("Restoring parameters from %s", save_path)
         reader = checkpoint_file.CheckpointReader(save_path)
         self._check_against(reader)
-        feeds = {self._restore_feeds[s.name]: reader.get_tensor(s.name)
-                 for s in self._saveables}
+        values = reader.read_all()
+        feeds = {self._restore_feeds[s.name]: values[s.name] for s in self._saveables}
         sess.run(self._restore_op, feed_dict=feeds)
 
     def _check_against(self, reader: checkpoint_file.CheckpointReader) -> None:
