@@ -54,12 +54,10 @@ def scalar_summary(node, ctx):
 def histogram_summary(node, ctx):
     def run(tag, values):
         array = _host(values).astype(np.float64).reshape(-1)
-        if np.isnan(array).any():
-            raise errors.InvalidArgumentError(node, None,
-                                              f"Nan in summary histogram for: {node.name}")
-        if np.isinf(array).any():
-            raise errors.InvalidArgumentError(node, None,
-                                              f"Infinity in Histogram for: {node.name}")
+        if not np.isfinite(array).all():
+            text = "Nan in summary histogram for" if np.isnan(array).any() else \
+                "Infinity in Histogram for"
+            raise errors.InvalidArgumentError(node, None, f"{text}: {node.name}")
         return _serialized([{"tag": _tags(tag)[0], "histo": histogram_fields(array)}])
     return run
 
@@ -71,7 +69,7 @@ def histogram_fields(array: np.ndarray) -> dict:
     counts, edges = np.histogram(array, bins=HISTOGRAM_BINS)
     return proto.HistogramProto(
         min=array.min(), max=array.max(), num=array.size, sum=array.sum(),
-        sum_squares=np.square(array).sum(), bucket_limit=edges[1:], bucket=counts)._fields()
+        sum_squares=array @ array, bucket_limit=edges[1:], bucket=counts)._fields()
 
 
 @kernel("ImageSummary", CPU={"T": IMAGE_TYPES})

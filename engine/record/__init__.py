@@ -2,6 +2,7 @@
 RunReader and list_runs read it back as engine.record.schema records. No torch, no engine."""
 
 from engine.record.reader import RunReader, RunStoreError, list_runs
-from engine.record.writer import RunWriteError, RunWriter
+from engine.record.writer import RunWriteError, RunWriter, upgrade_run
 
-__all__ = ["RunReader", "RunStoreError", "RunWriteError", "RunWriter", "list_runs"]
+__all__ = ["RunReader", "RunStoreError", "RunWriteError", "RunWriter", "list_runs",
+           "upgrade_run"]

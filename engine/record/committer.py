@@ -23,7 +23,8 @@ FIRST_SEQ = 2             # seq 1 is the "run started" event written with the da
 
 # Queue opcodes: the first element of every queued tuple.
 (OP_SCALAR, OP_HISTOGRAM, OP_TEXT, OP_CONFIG, OP_DEVICES, OP_GRAPH, OP_PLACEMENTS, OP_PLAN, OP_STEP,
- OP_EXCEPTION, OP_FLUSH, OP_CLOSE, OP_BUCKETS, OP_EVENT) = range(14)
+ OP_EXCEPTION, OP_FLUSH, OP_CLOSE, OP_BUCKETS, OP_EVENT, OP_IMAGE, OP_TENSOR_SUMMARY,
+ OP_ALERT) = range(17)
 
 
 def wait_for(done: threading.Event, thread: threading.Thread, timeout: float | None) -> None:
@@ -85,6 +86,8 @@ class Committer(threading.Thread):
             OP_CONFIG: self._config, OP_DEVICES: self._devices, OP_GRAPH: self._graph,
             OP_PLACEMENTS: self._placements, OP_PLAN: self._plan, OP_STEP: self._step,
             OP_EXCEPTION: self._exception, OP_BUCKETS: self._buckets, OP_EVENT: self._event,
+            OP_IMAGE: self._image, OP_TENSOR_SUMMARY: self._tensor_summary,
+            OP_ALERT: self._alert,
         }
 
     def take_error(self) -> BaseException | None:
@@ -246,6 +249,26 @@ class Committer(threading.Thread):
     def _event(self, item: tuple) -> None:
         _, wall_time, detail = item
         self._add({"run_events": [(self._next_seq(), wall_time, "run", detail)]})
+        self._commit_due = True
+
+    def _image(self, item: tuple) -> None:
+        _, wall_time, tag, step, pixels = item
+        row = store.image_row(self.run_dir, self._next_seq(), wall_time,
+                              self._tag_id(store.IMAGE, tag), step, pixels)
+        self._note_summary_step(step)
+        self._add({"images": [row]})
+
+    def _tensor_summary(self, item: tuple) -> None:
+        _, wall_time, node, step, values = item
+        record = store.tensor_summary(node, step, values)
+        self._note_summary_step(step)
+        self._add({"tensor_summaries": [store.tensor_summary_row(self._next_seq(), wall_time,
+                                                                 record)]})
+
+    def _alert(self, item: tuple) -> None:
+        _, wall_time, record = item
+        self._add({"alerts": [store.alert_row(self._next_seq(), wall_time, record)]})
+        self._note_step(record.step)
         self._commit_due = True
 
     def _text(self, item: tuple) -> None:

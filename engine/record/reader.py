@@ -24,10 +24,12 @@ from engine.record.schema import (
     RUNNING,
     SCHEMA_VERSION,
     UNREADABLE,
+    AlertRecord,
     CutEdgeRecord,
     DeviceRecord,
     GraphRecord,
     HistogramRecord,
+    ImageRecord,
     NodeRecord,
     OpStatRecord,
     PartitionRecord,
@@ -36,6 +38,7 @@ from engine.record.schema import (
     RunInfo,
     StepRecord,
     TensorSpec,
+    TensorSummaryRecord,
     TextRecord,
     TransferRecord,
 )
@@ -140,6 +143,50 @@ class RunReader:
                                 "WHERE tag_id = ? ORDER BY step, seq", (tag_id,)).fetchall()
         return [TextRecord(tag, step, wall, self._unpack_text(body, blob))
                 for step, wall, body, blob in rows]
+
+    def image_tags(self) -> list[str]:
+        with self._connect() as conn:
+            return _tags(conn, store.IMAGE)
+
+    def images(self, tag: str) -> list[ImageRecord]:
+        """Every image of the tag in step order, pixels as uint8 (height, width, channels)."""
+        with self._connect() as conn:
+            tag_id = self._tag_id(conn, store.IMAGE, tag)
+            rows = conn.execute(
+                "SELECT step, wall_time, height, width, channels, pixels, blob FROM images "
+                "WHERE tag_id = ? ORDER BY step, seq", (tag_id,)).fetchall()
+        return [ImageRecord(tag, step, wall, h, w, c, self._pixels(h, w, c, data, blob))
+                for step, wall, h, w, c, data, blob in rows]
+
+    def tensor_summary_nodes(self) -> list[str]:
+        """The tensors (or summary tags) that have statistics, by name."""
+        with self._connect() as conn:
+            if not _has_table(conn, "tensor_summaries"):
+                return []
+            rows = conn.execute("SELECT DISTINCT node FROM tensor_summaries ORDER BY node")
+            return [row[0] for row in rows]
+
+    def tensor_summaries(self, node: str | None = None) -> list[TensorSummaryRecord]:
+        """Statistics of one tensor (every tensor when None) in step order."""
+        where, params = ("", ()) if node is None else ("WHERE node = ? ", (node,))
+        with self._connect() as conn:
+            if not _has_table(conn, "tensor_summaries"):
+                return []
+            rows = conn.execute(
+                "SELECT node, step, dtype, shape, count, min, max, mean, std, nan_count, "
+                f"neg_inf_count, pos_inf_count, wall_time FROM tensor_summaries {where}"
+                "ORDER BY step, seq", params).fetchall()
+        return [_tensor_summary(row) for row in rows]
+
+    def alerts(self) -> list[AlertRecord]:
+        """Every NaN/Inf alert, in the order they were raised."""
+        with self._connect() as conn:
+            if not _has_table(conn, "alerts"):
+                return []
+            rows = conn.execute(
+                "SELECT step, node, op, device, kind, message, inputs, output, stack, seq, "
+                "wall_time FROM alerts ORDER BY seq").fetchall()
+        return [_alert(row) for row in rows]
 
     # Engine records.
 
@@ -257,6 +304,9 @@ class RunReader:
         found: list[tuple[int, float, str, str]] = []
         with self._connect() as conn:
             for kind, (query, summary) in _EVENT_QUERIES.items():
+                if kind in _ADDED_EVENT_TABLES and not _has_table(conn,
+                                                                  _ADDED_EVENT_TABLES[kind]):
+                    continue
                 for row in conn.execute(query, (after_seq, limit)):
                     found.append((row[0], row[1], kind, summary(row[2:])))
         found.sort()
@@ -308,6 +358,12 @@ class RunReader:
         if blob is None:
             return body or ""
         return self._blob(blob).tobytes().decode("utf-8")
+
+    def _pixels(self, height: int, width: int, channels: int, data: bytes | None,
+                blob: str | None) -> np.ndarray:
+        if blob is not None:
+            return self._blob(blob)
+        return np.frombuffer(data, dtype=np.uint8).reshape(height, width, channels)
 
     def _histogram(self, tag: str, row: tuple) -> HistogramRecord:
         step, wall_time, low, high, total, count, edge_bytes, count_bytes, blob = row
@@ -369,6 +425,34 @@ def _status(meta: dict[str, Any], now: float) -> str:
     if not isinstance(updated, (int, float)) or now - updated > store.STALE_SECS:
         return INTERRUPTED
     return RUNNING
+
+
+def _has_table(conn: sqlite3.Connection, table: str) -> bool:
+    """False for the tables a run written by an older schema version lacks."""
+    row = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
+                       (table,)).fetchone()
+    return row is not None
+
+
+def _tensor_summary(row: tuple) -> TensorSummaryRecord:
+    node, step, dtype, shape, count, low, high, mean, std, nan, neg, pos, wall = row
+    return TensorSummaryRecord(node, step, dtype, tuple(json.loads(shape)), count, _nan(low),
+                               _nan(high), _nan(mean), _nan(std), nan, neg, pos, wall)
+
+
+def _summary_from_json(doc: dict | None) -> TensorSummaryRecord | None:
+    if doc is None:
+        return None
+    floats = {k: _nan(doc[k]) for k in ("min", "max", "mean", "std")}
+    return TensorSummaryRecord(**{**doc, **floats, "shape": tuple(doc["shape"])})
+
+
+def _alert(row: tuple) -> AlertRecord:
+    step, node, op, device, kind, message, inputs, output, stack, seq, wall = row
+    return AlertRecord(step, node, op, device, kind, message,
+                       tuple(_summary_from_json(i) for i in json.loads(inputs)),
+                       _summary_from_json(json.loads(output)), tuple(json.loads(stack)),
+                       seq, wall)
 
 
 def _tags(conn: sqlite3.Connection, kind: str) -> list[str]:
@@ -457,4 +541,20 @@ _EVENT_QUERIES: dict[str, tuple[str, _Summary]] = {
                      "WHERE x.step_seq = s.seq)", "steps s", "s"),
         lambda r: f"step {r[0]} (plan {r[1]}): {r[2]} ops in {r[3] / 1000:.3g} ms, "
                   f"{r[5]} transfers, {r[4]} bytes moved"),
+    "image": (
+        _event_query("i.seq, i.wall_time, t.tag, i.step, i.height, i.width, i.channels",
+                     "images i JOIN tags t ON t.id = i.tag_id", "i"),
+        lambda r: f"{r[0]} at step {r[1]}: {r[3]}x{r[2]} image, {r[4]} channels"),
+    "tensor_summary": (
+        _event_query("seq, wall_time, node, step, dtype, shape, min, max, nan_count, "
+                     "neg_inf_count + pos_inf_count", "tensor_summaries"),
+        lambda r: f"{r[0]} at step {r[1]}: {r[2]} {r[3]} in [{_number(r[4])}, "
+                  f"{_number(r[5])}], {r[6]} NaN, {r[7]} Inf"),
+    "alert": (
+        _event_query("seq, wall_time, kind, node, op, device, step, message", "alerts"),
+        lambda r: f"{r[0]} in {r[1]} ({r[2]}) on {r[3]} at step {r[4]}: "
+                  f"{_first_line(r[5])}"),
 }
+# Event kinds whose table a run of an older schema version may lack.
+_ADDED_EVENT_TABLES = {"image": "images", "tensor_summary": "tensor_summaries",
+                       "alert": "alerts"}

@@ -5,8 +5,11 @@ can import it without pulling in torch or the runtime."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
-SCHEMA_VERSION = 1
+# 1: the first store. 2: images, tensor_summaries and alerts (a version-1 run reads them as
+# empty).
+SCHEMA_VERSION = 2
 DATABASE_NAME = "run.sqlite"
 
 # Run status as the reader reports it.
@@ -164,6 +167,65 @@ class TextRecord:
     step: int
     wall_time: float
     text: str
+
+
+@dataclass(frozen=True, eq=False)
+class ImageRecord:
+    """One image: `pixels` is a numpy uint8 array (height, width, channels), channels 1, 3
+    or 4 (gray, RGB, RGBA)."""
+    tag: str
+    step: int
+    wall_time: float
+    height: int
+    width: int
+    channels: int
+    pixels: Any
+
+
+@dataclass(frozen=True)
+class TensorSummaryRecord:
+    """Statistics of one tensor (a watched tensor, a tf.summary.tensor_summary, or an op's
+    input in an alert) at one step. min, max, mean and std are over the finite elements
+    (NaN when there are none); counts are of elements."""
+    node: str                  # the tensor's name ("Log:0") or the summary's tag
+    step: int
+    dtype: str
+    shape: tuple[int, ...]
+    count: int
+    min: float
+    max: float
+    mean: float
+    std: float
+    nan_count: int = 0
+    neg_inf_count: int = 0
+    pos_inf_count: int = 0
+    wall_time: float = 0.0
+
+    @property
+    def inf_count(self) -> int:
+        return self.neg_inf_count + self.pos_inf_count
+
+
+# Alert kinds: what the first bad tensor held.
+NAN, INF, NAN_AND_INF = "nan", "inf", "nan_and_inf"
+ALERT_KINDS = (NAN, INF, NAN_AND_INF)
+
+
+@dataclass(frozen=True)
+class AlertRecord:
+    """A NaN/Inf found while a step ran: the first op (in execution order) whose output held
+    one, with its inputs' statistics and the user code that created it."""
+    step: int
+    node: str
+    op: str
+    device: str
+    kind: str                  # one of ALERT_KINDS
+    message: str
+    inputs: tuple[TensorSummaryRecord, ...] = ()
+    output: TensorSummaryRecord | None = None
+    stack: tuple[str, ...] = ()  # creation site, outermost first
+    seq: int = 0
+    wall_time: float = 0.0
 
 
 @dataclass(frozen=True)

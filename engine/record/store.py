@@ -17,6 +17,7 @@ import numpy as np
 from engine.record.schema import (
     DATABASE_NAME,
     SCHEMA_VERSION,
+    AlertRecord,
     CutEdgeRecord,
     DeviceRecord,
     GraphRecord,
@@ -26,6 +27,7 @@ from engine.record.schema import (
     PlacementRecord,
     PlanRecord,
     StepRecord,
+    TensorSummaryRecord,
     TransferRecord,
 )
 
@@ -36,47 +38,84 @@ STALE_SECS = 30.0              # an unclosed run silent for longer than this is 
 BUSY_TIMEOUT_SECS = 10.0
 
 # Kinds: tags of different kinds live in one table; events() reports these kinds.
-SCALAR, HISTOGRAM, TEXT = "scalar", "histogram", "text"
+SCALAR, HISTOGRAM, TEXT, IMAGE = "scalar", "histogram", "text", "image"
 
 # Every table except meta and tags has seq (the run-wide order, also the rowid) and wall_time.
 # Children of a plan (partitions, cut_edges) or of a step (op_stats, transfers) point at the
 # seq of the parent row they came with, so a reused plan id or step number stays unambiguous.
-TABLES: dict[str, tuple[str, ...]] = {
-    "run_events": ("kind", "detail"),
-    "scalars": ("tag_id", "step", "value"),
-    "histograms": ("tag_id", "step", "min", "max", "sum", "count", "edges", "counts", "blob"),
-    "texts": ("tag_id", "step", "body", "blob"),
-    "devices": ("name", "device_type", "idx", "physical", "virtual"),
-    "graphs": ("version", "num_nodes", "body", "blob"),
-    "placements": ("graph_version", "node", "op", "requested", "assigned", "reason",
-                   "detail", "log_line"),
-    "plans": ("plan", "graph_version", "fetches", "feeds", "targets", "devices",
-              "num_partitions", "num_cut_edges"),
-    "partitions": ("plan_seq", "plan", "device", "num_nodes", "body", "blob"),
-    "cut_edges": ("plan_seq", "plan", "tensor", "src_device", "dst_device", "send_node",
-                  "recv_node", "key", "dtype", "shape", "consumers", "bytes"),
-    "steps": ("step", "plan", "wall_start", "duration_us", "num_ops", "bytes_moved"),
-    "op_stats": ("step_seq", "step", "node", "op", "device", "start_us", "end_us",
-                 "output_bytes", "thread"),
-    "transfers": ("step_seq", "step", "key", "tensor", "src_device", "dst_device", "bytes"),
+# Tables and indexes are grouped by the schema version that added them: a new database runs
+# every version's statements, and upgrade() runs the versions an older database lacks.
+TABLES_BY_VERSION: dict[int, dict[str, tuple[str, ...]]] = {
+    1: {
+        "run_events": ("kind", "detail"),
+        "scalars": ("tag_id", "step", "value"),
+        "histograms": ("tag_id", "step", "min", "max", "sum", "count", "edges", "counts",
+                       "blob"),
+        "texts": ("tag_id", "step", "body", "blob"),
+        "devices": ("name", "device_type", "idx", "physical", "virtual"),
+        "graphs": ("version", "num_nodes", "body", "blob"),
+        "placements": ("graph_version", "node", "op", "requested", "assigned", "reason",
+                       "detail", "log_line"),
+        "plans": ("plan", "graph_version", "fetches", "feeds", "targets", "devices",
+                  "num_partitions", "num_cut_edges"),
+        "partitions": ("plan_seq", "plan", "device", "num_nodes", "body", "blob"),
+        "cut_edges": ("plan_seq", "plan", "tensor", "src_device", "dst_device", "send_node",
+                      "recv_node", "key", "dtype", "shape", "consumers", "bytes"),
+        "steps": ("step", "plan", "wall_start", "duration_us", "num_ops", "bytes_moved"),
+        "op_stats": ("step_seq", "step", "node", "op", "device", "start_us", "end_us",
+                     "output_bytes", "thread"),
+        "transfers": ("step_seq", "step", "key", "tensor", "src_device", "dst_device",
+                      "bytes"),
+    },
+    2: {
+        # pixels: the uint8 (height, width, channels) bytes inline, or NULL and a side file.
+        "images": ("tag_id", "step", "height", "width", "channels", "pixels", "blob"),
+        "tensor_summaries": ("node", "step", "dtype", "shape", "count", "min", "max", "mean",
+                             "std", "nan_count", "neg_inf_count", "pos_inf_count"),
+        # inputs / output: TensorSummaryRecord fields as JSON; stack: JSON list of frames.
+        "alerts": ("step", "node", "op", "device", "kind", "message", "inputs", "output",
+                   "stack"),
+    },
 }
+TABLES: dict[str, tuple[str, ...]] = {
+    table: columns for tables in TABLES_BY_VERSION.values() for table, columns in tables.items()}
 
 # The covering index on scalars (tag_id, step, seq, value) lets scalars(tag) read 100k points
 # in step order straight from the index without a sort.
-_INDEXES = (
-    "CREATE INDEX scalars_by_tag ON scalars (tag_id, step, seq, value)",
-    "CREATE INDEX histograms_by_tag ON histograms (tag_id, step)",
-    "CREATE INDEX texts_by_tag ON texts (tag_id, step)",
-    "CREATE INDEX graphs_by_version ON graphs (version)",
-    "CREATE INDEX placements_by_node ON placements (node, graph_version)",
-    "CREATE INDEX plans_by_plan ON plans (plan)",
-    "CREATE INDEX partitions_by_plan ON partitions (plan_seq)",
-    "CREATE INDEX cut_edges_by_plan ON cut_edges (plan_seq)",
-    "CREATE INDEX steps_by_step ON steps (step)",
-    "CREATE INDEX steps_by_plan ON steps (plan)",
-    "CREATE INDEX op_stats_by_step ON op_stats (step_seq)",
-    "CREATE INDEX transfers_by_step ON transfers (step_seq)",
-)
+INDEXES_BY_VERSION: dict[int, tuple[str, ...]] = {
+    1: (
+        "CREATE INDEX scalars_by_tag ON scalars (tag_id, step, seq, value)",
+        "CREATE INDEX histograms_by_tag ON histograms (tag_id, step)",
+        "CREATE INDEX texts_by_tag ON texts (tag_id, step)",
+        "CREATE INDEX graphs_by_version ON graphs (version)",
+        "CREATE INDEX placements_by_node ON placements (node, graph_version)",
+        "CREATE INDEX plans_by_plan ON plans (plan)",
+        "CREATE INDEX partitions_by_plan ON partitions (plan_seq)",
+        "CREATE INDEX cut_edges_by_plan ON cut_edges (plan_seq)",
+        "CREATE INDEX steps_by_step ON steps (step)",
+        "CREATE INDEX steps_by_plan ON steps (plan)",
+        "CREATE INDEX op_stats_by_step ON op_stats (step_seq)",
+        "CREATE INDEX transfers_by_step ON transfers (step_seq)",
+    ),
+    2: (
+        "CREATE INDEX images_by_tag ON images (tag_id, step)",
+        "CREATE INDEX tensor_summaries_by_node ON tensor_summaries (node, step)",
+        "CREATE INDEX alerts_by_step ON alerts (step)",
+    ),
+}
+
+
+META_UPSERT = "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)"
+TAG_INSERT = "INSERT OR IGNORE INTO tags (id, kind, tag) VALUES (?, ?, ?)"
+
+
+def version_statements(version: int) -> list[str]:
+    """The DDL that schema `version` added."""
+    statements = []
+    for table, columns in TABLES_BY_VERSION[version].items():
+        body = ", ".join(("seq INTEGER PRIMARY KEY", "wall_time REAL NOT NULL") + columns)
+        statements.append(f"CREATE TABLE {table} ({body})")
+    return statements + list(INDEXES_BY_VERSION[version])
 
 
 def _ddl() -> list[str]:
@@ -85,11 +124,19 @@ def _ddl() -> list[str]:
         ("CREATE TABLE tags (id INTEGER PRIMARY KEY, kind TEXT NOT NULL, tag TEXT NOT NULL, "
          "UNIQUE (kind, tag))"),
     ]
-    for table, columns in TABLES.items():
-        body = ", ".join(("seq INTEGER PRIMARY KEY", "wall_time REAL NOT NULL") + columns)
-        statements.append(f"CREATE TABLE {table} ({body})")
-    statements.extend(_INDEXES)
+    for version in range(1, SCHEMA_VERSION + 1):
+        statements.extend(version_statements(version))
     return statements
+
+
+def upgrade(conn: sqlite3.Connection, from_version: int) -> None:
+    """Adds what the versions after from_version added, in one transaction."""
+    conn.execute("BEGIN")
+    for version in range(from_version + 1, SCHEMA_VERSION + 1):
+        for statement in version_statements(version):
+            conn.execute(statement)
+    conn.execute(META_UPSERT, ("schema_version", to_json(SCHEMA_VERSION)))
+    conn.execute("COMMIT")
 
 
 def insert_sql(table: str) -> str:
@@ -98,8 +145,6 @@ def insert_sql(table: str) -> str:
     return f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks})"
 
 
-META_UPSERT = "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)"
-TAG_INSERT = "INSERT OR IGNORE INTO tags (id, kind, tag) VALUES (?, ?, ?)"
 
 
 def create_database(run_dir: Path, meta: dict[str, Any], config_json: str) -> None:
@@ -360,3 +405,55 @@ def step_rows(next_seq: SeqSource, wall_time: float, record: StepRecord,
         transfer_rows.append((next_seq(), wall_time, step_seq, t.step, t.key, t.tensor,
                               t.src_device, t.dst_device, t.bytes))
     return {"steps": [step], "op_stats": stat_rows, "transfers": transfer_rows}
+
+
+def image_row(run_dir: Path, seq: int, wall_time: float, tag_id: int, step: int,
+              pixels: np.ndarray) -> tuple:
+    """pixels: uint8 (height, width, channels); inline up to BLOB_THRESHOLD bytes."""
+    height, width, channels = pixels.shape
+    data, blob = pixels.tobytes(), None
+    if len(data) > BLOB_THRESHOLD:
+        blob = f"{seq}-image"
+        write_blob(run_dir, blob, pixels)
+        data = None
+    return (seq, wall_time, tag_id, step, height, width, channels, data, blob)
+
+
+def tensor_summary(node: str, step: int, values: np.ndarray) -> TensorSummaryRecord:
+    """Statistics of an array: min, max, mean and std over its finite elements."""
+    real = values.astype(np.float64, copy=False) if values.dtype.kind in "biuf" else None
+    if real is None:
+        raise TypeError(f"tensor summary {node!r}: values must be real numbers, got dtype "
+                        f"{values.dtype}")
+    finite = real[np.isfinite(real)]
+    nan = float("nan")
+    stats = (float(finite.min()), float(finite.max()), float(finite.mean()),
+             float(finite.std())) if finite.size else (nan, nan, nan, nan)
+    return TensorSummaryRecord(
+        node, step, values.dtype.name, tuple(int(d) for d in values.shape), int(values.size),
+        *stats, nan_count=int(np.isnan(real).sum()),
+        neg_inf_count=int(np.isneginf(real).sum()), pos_inf_count=int(np.isposinf(real).sum()))
+
+
+def tensor_summary_row(seq: int, wall_time: float, r: TensorSummaryRecord) -> tuple:
+    return (seq, wall_time, r.node, r.step, r.dtype, to_json(r.shape), r.count, r.min, r.max,
+            r.mean, r.std, r.nan_count, r.neg_inf_count, r.pos_inf_count)
+
+
+def summary_json(r: TensorSummaryRecord | None) -> dict | None:
+    if r is None:
+        return None
+    fields = ("node", "step", "dtype", "shape", "count", "min", "max", "mean", "std",
+              "nan_count", "neg_inf_count", "pos_inf_count")
+    # NaN is not JSON: a statistic with no finite values is written as null.
+    return {k: (None if isinstance(v, float) and v != v else v)
+            for k, v in ((k, getattr(r, k)) for k in fields)}
+
+
+def alert_row(seq: int, wall_time: float, r: AlertRecord) -> tuple:
+    check_record("alert", r, AlertRecord)
+    for summary in r.inputs + ((r.output,) if r.output is not None else ()):
+        check_record("alert", summary, TensorSummaryRecord)
+    return (seq, wall_time, r.step, r.node, r.op, r.device, r.kind, r.message,
+            to_json([summary_json(i) for i in r.inputs]), to_json(summary_json(r.output)),
+            to_json(list(r.stack)))

@@ -21,6 +21,7 @@ import numpy as np
 
 from engine.record import store
 from engine.record.committer import (
+    OP_ALERT,
     OP_BUCKETS,
     OP_CONFIG,
     OP_DEVICES,
@@ -29,10 +30,12 @@ from engine.record.committer import (
     OP_FLUSH,
     OP_GRAPH,
     OP_HISTOGRAM,
+    OP_IMAGE,
     OP_PLACEMENTS,
     OP_PLAN,
     OP_SCALAR,
     OP_STEP,
+    OP_TENSOR_SUMMARY,
     OP_TEXT,
     Committer,
     put_urgent,
@@ -40,7 +43,10 @@ from engine.record.committer import (
     wait_for,
 )
 from engine.record.schema import (
+    DATABASE_NAME,
     RUNNING,
+    SCHEMA_VERSION,
+    AlertRecord,
     CutEdgeRecord,
     DeviceRecord,
     GraphRecord,
@@ -166,6 +172,24 @@ class RunWriter:
         step = self._resolve_step(store.HISTOGRAM, tag, step)
         self._queue.put((OP_BUCKETS, time.time(), tag, step, edge_array, count_array, stats))
 
+    def image(self, tag: str, image: Any, step: int | None = None) -> None:
+        """One image: uint8 (height, width) or (height, width, 1|3|4), or floats in [0, 1]
+        (scaled to 0..255). Images above the blob threshold go to a side file."""
+        self._check_usable()
+        _check_tag(tag)
+        pixels = _image_array(tag, image)
+        step = self._resolve_step(store.IMAGE, tag, step)
+        self._queue.put((OP_IMAGE, time.time(), tag, step, pixels))
+
+    def tensor_summary(self, node: str, values: Any, step: int | None = None) -> None:
+        """Statistics of a tensor at a step (dtype, shape, min, max, mean, std over the finite
+        values, NaN and Inf counts); `node` names the tensor ("Log:0") or the summary."""
+        self._check_usable()
+        _check_tag(node)
+        array = _real_array(f"tensor summary {node!r}", values)
+        step = self._resolve_step("tensor_summary", node, step)
+        self._queue.put((OP_TENSOR_SUMMARY, time.time(), node, step, array))
+
     def log_event(self, detail: str) -> None:
         """A line in the run's event log (a session log, a note from training code)."""
         self._check_usable()
@@ -250,6 +274,12 @@ class RunWriter:
         store.check_record("step", record, StepRecord)
         self._queue.put((OP_STEP, time.time(), record, tuple(op_stats), tuple(transfers)))
 
+    def alert(self, record: AlertRecord) -> None:
+        """A NaN/Inf alert; committed as soon as the background thread reaches it."""
+        self._check_usable()
+        store.check_record("alert", record, AlertRecord)
+        self._queue.put((OP_ALERT, time.time(), record))
+
     # Internals.
 
     def _check_usable(self) -> None:
@@ -272,6 +302,27 @@ class RunWriter:
             resolved = self._next_step.get(key, 0) if step is None else _step_int(tag, step)
             self._next_step[key] = resolved + 1
         return resolved
+
+
+def upgrade_run(run_dir: str | os.PathLike) -> int:
+    """Brings a run folder written by an older schema version up to SCHEMA_VERSION (adding
+    the tables it lacks; nothing is rewritten) and returns the version it now has. Readers
+    never need this: they read an older run's missing tables as empty."""
+    db = Path(run_dir) / DATABASE_NAME
+    if not db.is_file():
+        raise FileNotFoundError(f"{run_dir}: not a run store (no {DATABASE_NAME})")
+    conn = store.connect_for_writing(db)
+    try:
+        row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        version = store.from_json(row[0]) if row else None
+        if not isinstance(version, int) or version > SCHEMA_VERSION:
+            raise ValueError(f"{db}: schema version {version!r} cannot be upgraded by this "
+                             f"build (it writes version {SCHEMA_VERSION})")
+        if version < SCHEMA_VERSION:
+            store.upgrade(conn, version)
+    finally:
+        conn.close()
+    return SCHEMA_VERSION
 
 
 def _make_run_dir(logdir: Path, name: str | None) -> Path:
@@ -379,6 +430,36 @@ def _float_array(tag: str, values: Any) -> np.ndarray:
         raise TypeError(f"histogram {tag!r}: values must be real numbers, got dtype "
                         f"{array.dtype}")
     return np.array(array, dtype=np.float64).ravel()
+
+
+def _real_array(what: str, values: Any) -> np.ndarray:
+    """A private copy taken now, its dtype kept (bool, int or float)."""
+    if hasattr(values, "detach"):  # a torch tensor, without importing torch
+        values = values.detach().cpu()
+        if str(values.dtype) == "torch.bfloat16":
+            values = values.float()
+    try:
+        array = np.array(values)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{what}: values must be numbers: {exc}") from None
+    if array.dtype.kind not in "biuf":
+        raise TypeError(f"{what}: values must be real numbers, got dtype {array.dtype}")
+    return array
+
+
+def _image_array(tag: str, image: Any) -> np.ndarray:
+    array = _real_array(f"image {tag!r}", image)
+    if array.ndim == 2:
+        array = array[:, :, None]
+    if array.ndim != 3 or array.shape[2] not in (1, 3, 4) or 0 in array.shape:
+        raise ValueError(f"image {tag!r}: expected (height, width) or (height, width, 1|3|4) "
+                         f"pixels, got shape {array.shape}")
+    if array.dtype == np.uint8:
+        return np.ascontiguousarray(array)
+    if array.dtype.kind == "f" and np.all((array >= 0) & (array <= 1)):
+        return np.round(array * 255).astype(np.uint8)
+    raise TypeError(f"image {tag!r}: pixels must be uint8, or floats in [0, 1]; got "
+                    f"{array.dtype} values in [{array.min()}, {array.max()}]")
 
 
 def _config_json(config: dict) -> str:

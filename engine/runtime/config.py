@@ -110,7 +110,9 @@ class ConfigProto(_Message):
       count (process-wide in torch: set while the session is open, restored at close).
     - `operation_timeout_in_ms`: the deadline of every step whose RunOptions set none.
     - `trace_every_n_steps` is ours: with a logdir, per-op stats are recorded on the first
-      step and every Nth one after it (None: 100; 0: only on steps whose RunOptions ask)."""
+      step and every Nth one after it (None: 100; 0: only on steps whose RunOptions ask).
+    - `check_numerics=True` is ours: every step checks each op's float outputs and stops at
+      the first NaN or Inf, recording an alert that names the op (engine/debug/numerics.py)."""
 
     _TF_ONLY = {
         "use_per_session_threads": "each session already owns its partition threads",
@@ -130,7 +132,8 @@ class ConfigProto(_Message):
                  virtual_gpus: int | None = None, device_count: dict | None = None,
                  inter_op_parallelism_threads: int = 0, intra_op_parallelism_threads: int = 0,
                  gpu_options: GPUOptions | None = None, operation_timeout_in_ms: int = 0,
-                 trace_every_n_steps: int | None = None, **unknown):
+                 trace_every_n_steps: int | None = None, check_numerics: bool = False,
+                 **unknown):
         self._refuse(unknown)
         self.log_device_placement = log_device_placement
         self.allow_soft_placement = allow_soft_placement
@@ -141,9 +144,10 @@ class ConfigProto(_Message):
         self.gpu_options = gpu_options
         self.operation_timeout_in_ms = operation_timeout_in_ms
         self.trace_every_n_steps = trace_every_n_steps
+        self.check_numerics = check_numerics
 
     def _check(self, name: str, value):
-        if name in ("log_device_placement", "allow_soft_placement"):
+        if name in ("log_device_placement", "allow_soft_placement", "check_numerics"):
             return bool(value)
         if name == "virtual_gpus":
             if value is not None and (isinstance(value, bool) or not isinstance(value, int)

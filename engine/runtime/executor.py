@@ -2,7 +2,9 @@
 into straight-line Python (one line per node, locals as tensor slots, `del` right after each
 value's last consumer), so a steady-state step costs little more than the torch calls
 themselves. A traced twin of the function records per-op start, end and output bytes, and
-checks the step's deadline after each op. Every Recv delivers on its partition's device."""
+checks the step's deadline after each op; a checked twin (ConfigProto(check_numerics=True))
+also hands each op's outputs and inputs to a checker (engine/debug/numerics.py) that stops
+the step at the first NaN or Inf. Every Recv delivers on its partition's device."""
 
 from __future__ import annotations
 
@@ -33,6 +35,7 @@ class _Instruction:
     uses: list[str]           # local names it reads
     traced: bool = True       # whether the traced twin records a stat for it
     frees: list[str] = field(default_factory=list)   # locals whose last reader this is
+    args: list[str] = field(default_factory=list)    # a kernel's argument expressions
 
 
 class CompiledPartition:
@@ -49,8 +52,7 @@ class CompiledPartition:
         self._instructions = self._lower(self.nodes, ctx)
         self.num_kernels = sum(1 for ins in self._instructions if ins.traced)
         self._fast, self._fast_lines = self._build(traced=False)
-        self._traced = None
-        self._traced_lines: dict[int, NodeDef] = {}
+        self._twins: dict[bool, tuple] = {}      # checked? -> (traced step, its line nodes)
         self._lock = threading.Lock()
 
     # -- lowering: nodes -> statements ------------------------------------------------------
@@ -114,17 +116,17 @@ class CompiledPartition:
         call = f"k{i}({', '.join(args)})"
         count = len(n.output_dtypes)
         if count == 0:
-            return _Instruction(i, n, call, [], uses)
+            return _Instruction(i, n, call, [], uses, args=list(args))
         outputs = [f"v{i}_{k}" for k in range(count)]
         for k, local in enumerate(outputs):
             names[(n.name, k)] = local
         target = outputs[0] if count == 1 else ", ".join(outputs)
-        return _Instruction(i, n, f"{target} = {call}", outputs, uses)
+        return _Instruction(i, n, f"{target} = {call}", outputs, uses, args=list(args))
 
     # -- code generation --------------------------------------------------------------------
 
-    def _build(self, traced: bool):
-        header = "def step(feeds, out, rdv_send, rdv_recv, rec, clock):"
+    def _build(self, traced: bool, checked: bool = False):
+        header = "def step(feeds, out, rdv_send, rdv_recv, rec, clock, chk=None):"
         lines, line_nodes = [header], {}
         for ins in self._instructions:
             if ins.code == "pass" and not ins.frees:
@@ -134,13 +136,16 @@ class CompiledPartition:
                 value = (ins.outputs[0] if len(ins.outputs) == 1 else
                          f"({', '.join(ins.outputs)},)" if ins.outputs else "None")
                 stmt = f"t = clock(); {stmt}; rec({ins.index}, t, clock(), {value})"
+            if checked and ins.traced and ins.outputs and ins.node.op != "_Recv":
+                stmt += (f"; chk({ins.index}, ({', '.join(ins.outputs)},), "
+                         f"({''.join(a + ', ' for a in ins.args)}))")
             frees = "; ".join(f"del {v}" for v in ins.frees)
             stmt = "; ".join(s for s in (stmt, frees) if s)
             lines.append(f"    {stmt}")
             line_nodes[len(lines)] = ins.node
         lines.append("    return None")
-        filename = f"<engine {self.label} {'traced' if traced else 'fast'} " \
-                   f"#{next(_compile_ids)}>"
+        kind = "checked" if checked else "traced" if traced else "fast"
+        filename = f"<engine {self.label} {kind} #{next(_compile_ids)}>"
         source = "\n".join(lines) + "\n"
         linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
         code = compile(source, filename, "exec")
@@ -161,21 +166,24 @@ class CompiledPartition:
             except BaseException as e:
                 raise _node_error(e, fn, lines, self.device) from e
             return
-        fn, lines = self._traced_step()
+        # A stats list that carries a checker (engine.debug.numerics) asks for the checked twin.
+        checker = stats.checker(self) if hasattr(stats, "checker") else None
+        fn, lines = self._traced_step(checked=checker is not None)
         records = [] if stats is not None else None
         try:
-            fn(feeds, out, send, recv, _recorder(records, deadline), time.perf_counter_ns)
+            fn(feeds, out, send, recv, _recorder(records, deadline), time.perf_counter_ns,
+               checker)
         except BaseException as e:
             raise _node_error(e, fn, lines, self.device) from e
         finally:
             if stats is not None:
                 stats.append((self, threading.get_ident(), records))
 
-    def _traced_step(self):
+    def _traced_step(self, checked: bool):
         with self._lock:
-            if self._traced is None:
-                self._traced, self._traced_lines = self._build(traced=True)
-        return self._traced, self._traced_lines
+            if checked not in self._twins:
+                self._twins[checked] = self._build(traced=True, checked=checked)
+        return self._twins[checked]
 
 
 def _recvs_before_first_use(nodes: list[NodeDef]) -> list[NodeDef]:
@@ -278,11 +286,15 @@ def _node_error(error: BaseException, fn, line_nodes: dict[int, NodeDef],
         where = f" on {device.name}" if device is not None else ""
         text = f"OOM when running {node.name}{where}: {text.splitlines()[0] if text else ''}"
         hint = OOM_HINT
-    site = node.defined_at()
-    stack = "".join(f"\n  {frame}" for frame in node.meta.get("stack", ()))
-    message = (f"{text}\n\t [[node {node.name} (defined at {site}) = "
-               f"{node.summary().split(' = ', 1)[1]}]]{hint}\n\nCaused by op '{node.name}', "
-               f"defined at:{stack or ' <unknown>'}")
-    wrapped = cls(node, None, message)
+    wrapped = cls(node, None, describe_failure(node, text, hint))
     wrapped._engine_node = node.name
     return wrapped
+
+
+def describe_failure(node: NodeDef, text: str, hint: str = "") -> str:
+    """`text`, then the node printed (and a hint) and the user code that created it."""
+    site = node.defined_at()
+    stack = "".join(f"\n  {frame}" for frame in node.meta.get("stack", ()))
+    return (f"{text}\n\t [[node {node.name} (defined at {site}) = "
+            f"{node.summary().split(' = ', 1)[1]}]]{hint}\n\nCaused by op '{node.name}', "
+            f"defined at:{stack or ' <unknown>'}")

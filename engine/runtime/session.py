@@ -14,6 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 import torch
 
 from engine import errors
+from engine.debug import numerics
 from engine.devices import device_mapping_text, discover_devices
 from engine.graph import Graph, get_default_graph
 from engine.kernels.state import VariableStore
@@ -112,7 +113,7 @@ class Session:
         traced = asked or (self._writer is not None and self._trace_due(step))
         control = StepControl(self._deadline(options), self._gate)
         try:
-            if self._writer is None and not traced:
+            if self._writer is None and not traced and not self._config.check_numerics:
                 out = plan.run(values, self._thread_pool(plan), None, control)
             else:
                 out = self._run_recorded(plan, values, step, traced, control,
@@ -136,24 +137,35 @@ class Session:
 
     def _run_recorded(self, plan: Plan, values, step: int, traced: bool,
                       control: StepControl, run_metadata):
-        """A step that is traced (per-op stats) or recorded, or both; an untraced recorded
-        step takes the fast path and stores only its StepRecord."""
-        stats: list | None = [] if traced else None
+        """A step that is traced (per-op stats), recorded or checked for NaN/Inf; an untraced
+        recorded step takes the fast path and stores only its StepRecord. A checked step that
+        finds a NaN or Inf records the alert (committed before the error surfaces)."""
+        stats: list | None = numerics.CheckedStepStats() if self._config.check_numerics else \
+            [] if traced else None
         wall_start = time.time()
         t0 = time.perf_counter_ns()
+        found = None
         try:
             return plan.run(values, self._thread_pool(plan), stats, control)
+        except errors.OpError as e:
+            found = numerics.failure(stats, e, step, self._graph)
+            if found is None or found[1] is e:
+                raise
+            raise found[1] from None
         finally:
             duration_us = (time.perf_counter_ns() - t0) / 1e3
             if run_metadata is not None:
                 run_metadata.step_stats = recording.step_stats(stats, t0, int(wall_start * 1e6))
             if self._writer is not None:
-                if traced:
+                if traced or found is not None:    # a NaN step keeps its op stats
                     self._writer.step(*recording.step_records(step, plan, wall_start,
                                                               duration_us, stats, t0))
                 else:
                     self._writer.step(recording.untraced_step_record(
                         step, plan, wall_start, duration_us, control.bytes_moved), (), ())
+                if found is not None:
+                    self._writer.alert(found[0])
+                    self._writer.flush()
 
     def _with_allocation_report(self, error: errors.ResourceExhaustedError):
         """RunOptions.report_tensor_allocations_upon_oom: the variables held on the failing

@@ -3,64 +3,10 @@ writes a SessionLog START first, and tags each summary with the post-run global 
 
 from __future__ import annotations
 
-import time
-from typing import NamedTuple
-
 from engine.summary.proto import SessionLog
 from engine.summary.writer import FileWriterCache
-
-
-class SessionRunArgs(NamedTuple):
-    """What a hook adds to one Session.run (TF 8.1)."""
-    fetches: object
-    feed_dict: dict | None = None
-    options: object = None
-
-
-class SessionRunHook:
-    """The hook interface (TF 8.1), every method a no-op. A minimal local base: the
-    SessionRunHook of engine.train.hooks (the saver branch) replaces it on reconciliation."""
-
-    def begin(self) -> None:
-        pass
-
-    def after_create_session(self, session, coord) -> None:
-        pass
-
-    def before_run(self, run_context):
-        return None
-
-    def after_run(self, run_context, run_values) -> None:
-        pass
-
-    def end(self, session) -> None:
-        pass
-
-
-class SecondOrStepTimer:
-    """TF 8.4: fires the first time, never twice for one step, then after every_secs seconds
-    or every_steps steps (exactly one of them set)."""
-
-    def __init__(self, every_secs: float | None = None, every_steps: int | None = None):
-        if (every_secs is None) == (every_steps is None):
-            raise ValueError("Either every_secs or every_steps should be provided.")
-        self._every_secs = every_secs
-        self._every_steps = every_steps
-        self._last_time: float | None = None
-        self._last_step: int | None = None
-
-    def should_trigger_for_step(self, step: int) -> bool:
-        if self._last_step is None:
-            return True
-        if step == self._last_step:
-            return False
-        if self._every_secs is not None:
-            return time.time() >= self._last_time + self._every_secs
-        return step >= self._last_step + self._every_steps
-
-    def update_last_triggered_step(self, step: int) -> None:
-        self._last_time = time.time()
-        self._last_step = step
+from engine.train.hooks import SecondOrStepTimer, _global_step_read
+from engine.train.session_run_hook import SessionRunArgs, SessionRunHook
 
 
 class SummarySaverHook(SessionRunHook):
@@ -81,13 +27,11 @@ class SummarySaverHook(SessionRunHook):
         self._global_step = None
 
     def begin(self) -> None:
-        from engine.train.optimizer import get_global_step
+        # The global step first: without one no run folder is opened for nothing.
+        self._global_step = _global_step_read("SummarySaverHook")
         if self._summary_writer is None and self._output_dir:
             self._summary_writer = FileWriterCache.get(self._output_dir)
         self._next_step = None
-        self._global_step = get_global_step()
-        if self._global_step is None:
-            raise RuntimeError("Global step should be created to use SummarySaverHook.")
 
     def before_run(self, run_context) -> SessionRunArgs:
         self._request_summary = (self._next_step is None

@@ -5,6 +5,7 @@ index is JSON, the values raw little-endian bytes, and every byte read is checke
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import zlib
@@ -90,7 +91,7 @@ def write_checkpoint(prefix: str, tensors: dict[str, tuple[np.ndarray, dtypes.DT
         array = _to_storage(np.asarray(value), dtype)
         stored[name] = array
         entries[name] = {"dtype": dtype.name, "shape": list(np.shape(value)),
-                         "crc32": zlib.crc32(array.tobytes())}
+                         "crc32": zlib.crc32(array.reshape(-1).view(np.uint8))}
         specs[name] = safetensors.TensorSpec(dtype=_STORAGE[dtype][0], shape=list(array.shape),
                                              data_ptr=array.ctypes.data, data_len=array.nbytes)
     data = data_path(prefix)
@@ -108,11 +109,29 @@ def _write_text(path: str, text: str) -> None:
         f.write(text)
 
 
+@contextlib.contextmanager
+def file_errors(path: str, doing: str):
+    """OS-level failures on a checkpoint file as engine errors naming the file."""
+    try:
+        yield
+    except FileNotFoundError:
+        raise errors.NotFoundError(None, None, f"{path} not found while {doing}") from None
+    except PermissionError:
+        raise errors.PermissionDeniedError(
+            None, None, f"{path}: permission denied while {doing}") from None
+    except OSError as e:
+        raise errors.UnknownError(None, None, f"{path}: {e} (while {doing})") from None
+
+
 def _write_atomically(path: str, write) -> None:
     tmp = f"{path}.tmp{os.getpid()}"
     try:
-        write(tmp)
-        os.replace(tmp, path)
+        with file_errors(path, "writing a checkpoint"):
+            try:
+                write(tmp)
+            except safetensors.SafetensorError as e:     # its I/O errors (a full disk, ...)
+                raise OSError(str(e)) from None
+            os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
             os.remove(tmp)
@@ -137,9 +156,11 @@ class _Entry:
 
 
 def _parse_index(path: str) -> tuple[int, dict[str, _Entry]]:
-    try:
+    with file_errors(path, "reading a checkpoint index"):
         with open(path, "rb") as f:
-            doc = json.loads(f.read().decode("utf-8"))
+            raw_index = f.read()
+    try:
+        doc = json.loads(raw_index.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError) as e:
         raise _corrupt(path, f"the index is not JSON: {e}") from None
     if not isinstance(doc, dict) or doc.get("format") != INDEX_FORMAT:
@@ -178,8 +199,9 @@ def _stored_layout(entry: _Entry) -> tuple[str, tuple[int, ...]]:
     return _STORAGE[entry.dtype][1], entry.shape + extra
 
 
-def _decode(path: str, index: str, entry: _Entry, data: bytes) -> np.ndarray:
-    """The numpy value of one stored tensor (its layout already matched the index)."""
+def _decode(path: str, index: str, entry: _Entry, data: bytearray) -> np.ndarray:
+    """The numpy value of one stored tensor (its layout already matched the index); the
+    array shares `data`'s buffer where no conversion is needed."""
     crc = zlib.crc32(data)
     if crc != entry.crc32:
         raise _corrupt(path, f"tensor '{entry.name}': checksum does not match: stored "
@@ -191,7 +213,7 @@ def _decode(path: str, index: str, entry: _Entry, data: bytes) -> np.ndarray:
         return (array.astype(np.uint32) << 16).view(np.float32)
     if entry.dtype is dtypes.complex128:
         return array.astype(np.float64).view(np.complex128).reshape(entry.shape)
-    return array.astype(array.dtype.newbyteorder("="))
+    return array.astype(array.dtype.newbyteorder("="), copy=False)
 
 
 class CheckpointReader:
@@ -226,7 +248,8 @@ class CheckpointReader:
             raise _corrupt(path, f"it holds {size} bytes, the index says {data_bytes}: "
                                  "truncated or overwritten")
         try:
-            with safetensors.safe_open(path, framework="numpy") as f:
+            with file_errors(path, "opening a checkpoint"), \
+                    safetensors.safe_open(path, framework="numpy") as f:
                 stored = {k: (f.get_slice(k).get_dtype(), tuple(f.get_slice(k).get_shape()))
                           for k in f.keys()}
         except safetensors.SafetensorError as e:
@@ -264,12 +287,16 @@ class CheckpointReader:
         if name not in self._entries:
             raise errors.NotFoundError(None, None, f"Key {name} not found in checkpoint")
         if self._values is None:
-            self._values = self._read_values()
+            self._values = self.read_all()
         return self._values[name].copy()
+
+    def read_all(self) -> dict[str, np.ndarray]:
+        """Every tensor, checked, in arrays the caller owns (one read of the data file)."""
+        return self._read_values()
 
     def _read_values(self) -> dict[str, np.ndarray]:
         path = self._data
-        with open(path, "rb") as f:
+        with file_errors(path, "reading a checkpoint"), open(path, "rb") as f:
             raw = f.read()
         try:
             stored = dict(safetensors.deserialize(raw))
@@ -277,7 +304,7 @@ class CheckpointReader:
             raise _corrupt(path, str(e)) from None
         if set(stored) != set(self._entries):
             raise _corrupt(path, "the file changed since the checkpoint was opened")
-        return {name: _decode(path, self._index, e, bytes(stored[name]["data"]))
+        return {name: _decode(path, self._index, e, stored[name]["data"])
                 for name, e in self._entries.items()}
 
 

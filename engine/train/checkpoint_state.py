@@ -8,7 +8,7 @@ import logging
 import os
 import re
 
-from engine.train.checkpoint_file import checkpoint_files, index_path
+from engine.train.checkpoint_file import checkpoint_files, file_errors, index_path
 
 __all__ = [
     "CheckpointState",
@@ -189,9 +189,10 @@ def update_checkpoint_state(save_dir: str, model_checkpoint_path: str,
         raise RuntimeError(f"Save path '{model_checkpoint_path}' conflicts with path used for "
                            "checkpoint state.  Please use a different save path.")
     tmp = f"{filename}.tmp{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(state.to_text())
-    os.replace(tmp, filename)
+    with file_errors(filename, "writing the checkpoint state"):
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(state.to_text())
+        os.replace(tmp, filename)
 
 
 def _relative(path: str, save_dir: str) -> str:

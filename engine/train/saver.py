@@ -5,32 +5,25 @@ a restore is an ordinary Session.run that reaches variables on any device."""
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from engine import dtypes, errors
-from engine.graph import Graph, Tensor, get_default_graph
-from engine.graph_def import JSON_FORMAT as GRAPH_JSON_FORMAT
-from engine.graph_def import JSON_VERSION as GRAPH_JSON_VERSION
-from engine.graph_def import node_to_json
+from engine.graph import Graph, Operation, Tensor, get_default_graph
+from engine.shapes import TensorShape
 from engine.train import checkpoint_file, checkpoint_state
 
 __all__ = [
     "Saver",
     "SaverDef",
-    "export_meta_graph",
-    "import_meta_graph",
 ]
 
 logger = logging.getLogger("engine.train")
 SAVERS = "savers"            # tf.GraphKeys.SAVERS
-META_FORMAT = "engine.meta_graph"
-META_VERSION = 1
 _VARIABLE_OPS = ("VariableV2", "Variable")
 
 
@@ -143,6 +136,7 @@ class Saver:
         self._graph: Graph | None = None
         self._saveables: list[_Saveable] = []
         self._restore_feeds: dict[str, Tensor] = {}
+        self._assigns: dict[str, Operation] = {}
         self._restore_op = None
         self._is_built = False
         self._is_empty = None
@@ -187,7 +181,6 @@ class Saver:
     def _build_restore_ops(self) -> None:
         from engine.ops import array_ops, control_flow_ops, state_ops
         g = self._graph
-        assigns = []
         with g.as_default(), g.name_scope(self._name or "save"), g.device(None), \
                 g.control_dependencies(None), g.colocate_with(None):
             for s in self._saveables:
@@ -197,9 +190,11 @@ class Saver:
                 feed = array_ops.placeholder(fed_dtype, s.ref.shape, name="RestoreV2")
                 value = feed if fed_dtype is s.dtype else array_ops.cast(feed, s.dtype)
                 self._restore_feeds[s.name] = feed
-                assigns.append(state_ops.assign(s.ref, value, name="Assign",
-                                                validate_shape=s.ref.shape.is_fully_defined()))
-            self._restore_op = control_flow_ops.group(*assigns, name="restore_all")
+                self._assigns[s.name] = state_ops.assign(
+                    s.ref, value, name="Assign",
+                    validate_shape=s.ref.shape.is_fully_defined()).op
+            self._restore_op = control_flow_ops.group(*self._assigns.values(),
+                                                      name="restore_all")
 
     def _adopt(self, saver_def: SaverDef, name: str | None) -> None:
         """A Saver over ops that already exist (from_proto, import_meta_graph)."""
@@ -219,6 +214,7 @@ class Saver:
                 assign = assign.outputs[0].consumers()[0]
             self._saveables.append(_Saveable(key, assign.inputs[0], value))
             self._restore_feeds[key] = feed
+            self._assigns[key] = assign
         self._max_to_keep = saver_def.max_to_keep
         self._keep_every_hours = saver_def.keep_checkpoint_every_n_hours
         self._next_checkpoint_time = time.time() + self._keep_every_hours * 3600
@@ -323,6 +319,7 @@ class Saver:
     def export_meta_graph(self, filename: str | None = None, collection_list=None,
                           as_text: bool = False, export_scope=None, clear_devices: bool = False,
                           graph: Graph | None = None, **unused) -> dict:
+        from engine.train.meta_graph import export_meta_graph
         return export_meta_graph(filename, saver_def=self.saver_def,
                                  graph=graph or self._graph or get_default_graph(),
                                  clear_devices=clear_devices)
@@ -341,8 +338,8 @@ class Saver:
         logger.info("Restoring parameters from %s", save_path)
         reader = checkpoint_file.CheckpointReader(save_path)
         self._check_against(reader)
-        feeds = {self._restore_feeds[s.name]: reader.get_tensor(s.name)
-                 for s in self._saveables}
+        values = reader.read_all()
+        feeds = {self._restore_feeds[s.name]: values[s.name] for s in self._saveables}
         sess.run(self._restore_op, feed_dict=feeds)
 
     def _check_against(self, reader: checkpoint_file.CheckpointReader) -> None:
@@ -365,14 +362,14 @@ class Saver:
                     f"{self._restore_feeds[s.name].op.name}}}}} (variable '{s.name}', "
                     f"checkpoint {reader.prefix})]]"))
             if not s.ref.shape.is_compatible_with(shapes[s.name]):
-                assign = self._restore_feeds[s.name].consumers()[0]
+                graph_shape = s.ref.shape.bracket_str()
+                stored_shape = TensorShape(shapes[s.name]).bracket_str()
                 raise errors.InvalidArgumentError(None, None, _restore_failed(
                     "a mismatch between the current graph and the graph",
-                    f"Assign requires shapes of both tensors to match. lhs shape= "
-                    f"{s.ref.shape.bracket_str()} rhs shape= {shapes[s.name]}\n\t [[{{{{node "
-                    f"{assign.name}}}}} (variable '{s.name}' has shape "
-                    f"{s.ref.shape.bracket_str()} in the graph and {shapes[s.name]} in "
-                    f"checkpoint {reader.prefix})]]"))
+                    f"Assign requires shapes of both tensors to match. lhs shape= {graph_shape} "
+                    f"rhs shape= {stored_shape}\n\t [[{{{{node {self._assigns[s.name].name}}}}} "
+                    f"(variable '{s.name}' has shape {graph_shape} in the graph and "
+                    f"{stored_shape} in checkpoint {reader.prefix})]]"))
 
 
 def _restore_failed(cause: str, original: str) -> str:
@@ -385,68 +382,6 @@ def _global_step_value(sess, global_step) -> int:
     if isinstance(global_step, (int, np.integer)) and not isinstance(global_step, bool):
         return int(global_step)
     return int(sess.run(global_step))
-
-
-# -- meta graphs ----------------------------------------------------------------------------
-
-def export_meta_graph(filename: str | None = None, saver_def: SaverDef | None = None,
-                      graph: Graph | None = None, clear_devices: bool = False,
-                      **unused) -> dict:
-    """The graph (engine JSON GraphDef) and the saver's def, written to `filename` as JSON."""
-    graph = graph or get_default_graph()
-    graph_def = graph.as_graph_def()
-    doc = {"format": META_FORMAT, "version": META_VERSION,
-           "graph_def": {"format": GRAPH_JSON_FORMAT, "version": GRAPH_JSON_VERSION,
-                         "graph_version": graph_def.version,
-                         "node": [_jsonable(node_to_json(n)) for n in graph_def.node]},
-           "saver_def": asdict(saver_def) if saver_def is not None else None,
-           "collections": {"variables": [v.op.name for v in graph.get_collection("variables")
-                                         if hasattr(v, "op")]}}
-    if clear_devices:
-        for node in doc["graph_def"]["node"]:
-            node["device"] = ""
-    if filename:
-        with open(filename, "w", encoding="utf-8") as f:
-            json.dump(doc, f, separators=(",", ":"))
-    return doc
-
-
-def _jsonable(node: dict) -> dict:
-    """The engine's graph JSON holds no complex numbers: such constants keep their dtype and
-    shape but not their values (importing them then says so, as for oversized constants)."""
-    for attr in node["attr"].values():
-        tensor = attr.get("tensor") if isinstance(attr, dict) else None
-        if tensor is not None and tensor["dtype"].startswith("complex"):
-            tensor["values"] = None
-    return node
-
-
-def import_meta_graph(meta_graph_or_file, clear_devices: bool = False, import_scope=None,
-                      **unused) -> Saver | None:
-    """Rebuilds the graph of a `.meta` file in the default graph (ops only: Python Variable
-    objects are not recreated) and returns a Saver over its restore ops."""
-    from engine.graph_def import graph_def_from_json, import_graph_def
-    doc = meta_graph_or_file
-    if not isinstance(doc, dict):
-        path = os.fspath(meta_graph_or_file)
-        try:
-            with open(path, encoding="utf-8") as f:
-                doc = json.load(f)
-        except FileNotFoundError:
-            raise OSError(f"File {path} does not exist.") from None
-        except (UnicodeDecodeError, ValueError) as e:
-            raise errors.DataLossError(None, None, f"Unable to read meta graph file ({path}): "
-                                                   f"{e}") from None
-    if doc.get("format") != META_FORMAT or doc.get("version") != META_VERSION:
-        raise ValueError(f"not an {META_FORMAT} document of version {META_VERSION}")
-    graph_def = graph_def_from_json(json.dumps(doc["graph_def"]))
-    if clear_devices:
-        for node in graph_def.node:
-            node.device = ""
-    import_graph_def(graph_def, name=import_scope or "")
-    if doc.get("saver_def") is None:
-        return None
-    return Saver(saver_def=SaverDef(**doc["saver_def"]), name=import_scope)
 
 
 def _get_saver_or_default(graph: Graph | None = None) -> Saver:

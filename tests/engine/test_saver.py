@@ -386,3 +386,17 @@ def test_meta_graph_imports_and_restores_by_tensor_names(tmp_path):
             restorer.restore(sess, path)
             y = sess.run("y:0", {"x:0": [[1.0, 1.0]]})
     assert y.tolist() == [[7.0]]
+
+
+def test_a_file_that_cannot_be_written_is_a_named_engine_error(tmp_path):
+    g, _ = _graph_with({"v": np.zeros(2, np.float32)})
+    (tmp_path / "m.safetensors").mkdir()     # in the way of the data file
+    with g.as_default():
+        saver = tf.train.Saver()
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            with pytest.raises(errors.UnknownError, match=r"m\.safetensors: .* \(while writing "
+                                                          r"a checkpoint\)"):
+                saver.save(sess, str(tmp_path / "m"))
+    assert not tf.train.checkpoint_exists(str(tmp_path / "m"))
+    assert [p.name for p in tmp_path.iterdir()] == ["m.safetensors"]   # no temporary left

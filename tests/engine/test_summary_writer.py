@@ -183,3 +183,40 @@ def test_summary_saver_hook_arguments(graph, tmp_path):
                                      scaffold=SimpleNamespace(summary_op=None))
     with pytest.raises(RuntimeError, match="Global step should be created"):
         hook.begin()
+
+
+def test_image_and_tensor_summaries_land_in_the_version_2_tables(graph, tmp_path):
+    pixels = np.random.default_rng(1).integers(0, 256, (2, 4, 5, 3), dtype=np.uint8)
+    tf.summary.image("inputs", tf.constant(pixels), max_outputs=2)
+    tf.summary.tensor_summary("weights", tf.constant([[1.0, -1.0], [3.0, np.nan]]))
+    with tf.Session() as sess, tf.summary.FileWriter(str(tmp_path / "run")) as writer:
+        writer.add_summary(sess.run(tf.summary.merge_all()), 5)
+    reader = RunReader(tmp_path / "run")
+    assert reader.image_tags() == ["inputs/image/0", "inputs/image/1"]
+    second = reader.images("inputs/image/1")[0]
+    assert (second.step, second.height, second.width, second.channels) == (5, 4, 5, 3)
+    np.testing.assert_array_equal(second.pixels, pixels[1])
+    stats, = reader.tensor_summaries("weights")
+    assert (stats.step, stats.shape, stats.min, stats.max, stats.nan_count) == \
+        (5, (2, 2), -1.0, 3.0, 1)
+
+
+def test_monitored_training_session_saves_summaries_into_its_checkpoint_dir(graph, tmp_path):
+    step = tf.train.get_or_create_global_step()
+    loss = tf.square(tf.cast(step, tf.float32) - 3.0, name="squared_error")
+    tf.summary.scalar("loss", loss)
+    train_op = tf.assign_add(step, 1)
+    try:
+        with tf.train.MonitoredTrainingSession(checkpoint_dir=str(tmp_path / "train"),
+                                               save_summaries_steps=2,
+                                               save_checkpoint_secs=None) as sess:
+            for _ in range(5):
+                sess.run(train_op)
+    finally:
+        tf.summary.FileWriterCache.clear()
+    reader = RunReader(tmp_path / "train")
+    steps, values = reader.scalars("loss")
+    assert steps.tolist() == [1, 3, 5]     # TF 8.7: tagged with the post-run global step
+    # The loss read the step before or after that run's increment (TF leaves it unordered).
+    assert all(v in ((s - 4.0) ** 2, (s - 3.0) ** 2) for s, v in zip(steps, values))
+    assert reader.steps()                  # the session recorded into the same run
