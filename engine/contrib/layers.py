@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import numbers
 
-from engine import dtypes
+from engine import dtypes, nn
 from engine.graph import get_default_graph
 from engine.ops import array_ops, math_ops, random_ops
 from engine.ops.core import convert_to_tensor, graph_of
@@ -43,12 +43,6 @@ def _scaled(scope, default_name: str, scale, weights, penalty):
         return math_ops.multiply(my_scale, penalty(weights), name=name)
 
 
-def _l2_loss(weights):
-    """sum(w ** 2) / 2, as tf.nn.l2_loss."""
-    return math_ops.multiply(math_ops.reduce_sum(math_ops.square(weights)),
-                             array_ops.constant(0.5, dtype=weights.dtype.base_dtype))
-
-
 def _l1_loss(weights):
     return math_ops.reduce_sum(math_ops.abs(weights))
 
@@ -65,7 +59,7 @@ def l2_regularizer(scale, scope=None):
     """weights -> scale * sum(w ** 2) / 2 (tf.nn.l2_loss, so note the half)."""
     if not _check_scale(scale):
         return lambda _: None
-    return lambda weights: _scaled(scope, "l2_regularizer", scale, weights, _l2_loss)
+    return lambda weights: _scaled(scope, "l2_regularizer", scale, weights, nn.l2_loss)
 
 
 def sum_regularizer(regularizer_list, scope=None):

@@ -1,5 +1,6 @@
 """Array kernels: Const, Placeholder, Identity, Reshape, Cast, Shape, Size, ExpandDims,
-BroadcastTo, Fill, ZerosLike, OnesLike, StopGradient, and the runtime's _Arg/_Retval."""
+BroadcastTo, Fill, ZerosLike, OnesLike, StopGradient, and the runtime's _Arg/_Retval. The
+restructuring and indexing kernels live in array_restructure.py and array_index.py."""
 
 from __future__ import annotations
 
@@ -44,6 +45,7 @@ def _identity(x):
 
 @kernel("Identity", CPU=_ANY, GPU=_ANY)
 @kernel("StopGradient", CPU=_ANY, GPU=_ANY)
+@kernel("PlaceholderWithDefault", CPU=_ANY, GPU=_ANY)
 def identity(node, ctx):
     return _identity
 
@@ -123,3 +125,7 @@ def ones_like(node, ctx):
 def arg_or_retval(node, ctx):
     """Feeds and fetches are wired by the executor; these exist so placement sees a kernel."""
     return _identity
+
+
+# The restructuring and indexing kernels register when this family is imported.
+from engine.kernels import array_index, array_restructure  # noqa: E402,F401

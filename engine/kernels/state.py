@@ -34,13 +34,14 @@ class VariableSlot:
         return value
 
     def assign(self, value: torch.Tensor) -> None:
-        """Copies `value` into the buffer. The first assign, or one that changes the shape,
-        takes a private copy, so a variable never aliases a Const, a feed or another
-        variable's buffer."""
+        """Copies `value` into the buffer (onto the buffer's device and dtype). The first
+        assign, or one that changes the shape, takes a private copy, so a variable never
+        aliases a Const, a feed or another variable's buffer."""
         current = self.value
-        if current is None or current.shape != value.shape or current.dtype != value.dtype \
-                or current.device != value.device:
+        if current is None:
             self.value = value.clone(memory_format=torch.contiguous_format)
+        elif current.shape != value.shape:
+            self.value = value.to(current.device, current.dtype, copy=True).contiguous()
         else:
             current.copy_(_unaliased(current, value))
 

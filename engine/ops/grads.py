@@ -186,6 +186,30 @@ def _relu_grad(op, grad):
     return [_fused("ReluGrad", grad, op.outputs[0])]
 
 
+def _sigmoid_grad_grad(op, grad):
+    """TF's _SigmoidGradGrad: SigmoidGrad(y, dy) = dy * y * (1 - y)."""
+    with op.graph.control_dependencies([grad]):
+        y, dy = op.inputs
+        gb = M.multiply(grad, dy)
+        two = A.constant(2.0, dtype=y.dtype.base_dtype)
+        return M.subtract(gb, M.multiply(M.multiply(two, gb), y)), _fused("SigmoidGrad", y, grad)
+
+
+def _tanh_grad_grad(op, grad):
+    """TF's _TanhGradGrad: TanhGrad(y, dy) = dy * (1 - y^2)."""
+    with op.graph.control_dependencies([grad]):
+        y, dy = op.inputs
+        minus_two = A.constant(-2.0, dtype=y.dtype.base_dtype)
+        return M.multiply(M.multiply(M.multiply(grad, minus_two), dy), y), \
+            _fused("TanhGrad", y, grad)
+
+
+def _relu_grad_grad(op, grad):
+    """TF's _ReluGradGrad: ReluGrad(dy, y) passes dy where y > 0; nothing flows to y."""
+    y = op.inputs[1]
+    return _fused("ReluGrad", grad, y), A.zeros_like(y)
+
+
 def _softmax_grad(op, grad):
     y = op.outputs[0]
     inner = M.reduce_sum(M.multiply(grad, y), -1, keepdims=True)
@@ -284,9 +308,11 @@ GRADIENTS = {
     "Add": _add_grad, "Sub": _sub_grad, "Mul": _mul_grad, "RealDiv": _real_div_grad,
     "SquaredDifference": _squared_difference_grad, "Maximum": _maximum_grad,
     "Minimum": _minimum_grad, "Pow": _pow_grad, "MatMul": _matmul_grad, "AddN": _add_n_grad,
-    "Identity": _identity_grad, "Neg": _neg_grad, "Square": _square_grad, "Abs": _abs_grad,
+    "Identity": _identity_grad, "PlaceholderWithDefault": _identity_grad, "Neg": _neg_grad,
+    "Square": _square_grad, "Abs": _abs_grad,
     "Exp": _exp_grad, "Log": _log_grad, "Sqrt": _sqrt_grad, "Reciprocal": _reciprocal_grad,
     "Sigmoid": _sigmoid_grad, "Tanh": _tanh_grad, "Relu": _relu_grad, "Softmax": _softmax_grad,
+    "SigmoidGrad": _sigmoid_grad_grad, "TanhGrad": _tanh_grad_grad, "ReluGrad": _relu_grad_grad,
     "LogSoftmax": _log_softmax_grad, "SoftmaxCrossEntropyWithLogits": _xent_grad,
     "Reshape": _reshape_grad, "ExpandDims": _expand_dims_grad, "Cast": _cast_grad,
     "Sum": _sum_grad, "Mean": _mean_grad, "Max": _max_grad, "BroadcastTo": _broadcast_to_grad,
@@ -295,9 +321,8 @@ GRADIENTS = {
 
 NOT_DIFFERENTIABLE = (
     "Const", "Placeholder", "Shape", "Size", "BroadcastGradientArgs", "ZerosLike", "OnesLike",
-    "StopGradient", "Equal", "Less", "Greater", "ArgMax", "NoOp", "SigmoidGrad",
-    "TanhGrad", "ReluGrad", "VariableV2", "Assign", "AssignAdd", "AssignSub",
-    "ApplyGradientDescent",
+    "StopGradient", "Equal", "Less", "Greater", "ArgMax", "NoOp", "VariableV2", "Assign",
+    "AssignAdd", "AssignSub", "ApplyGradientDescent",
 )
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from engine import dtypes
 from engine.graph import get_default_graph
 from engine.ops import array_ops, control_flow_ops, state_ops
+from engine.ops.array_ops import install_slicing
 from engine.ops.core import convert_to_tensor, graph_of
 from engine.ops.math_ops import install_operators
 from engine.shapes import TensorShape
@@ -195,6 +196,7 @@ class Variable:
 
 
 install_operators(Variable)
+install_slicing(Variable)
 
 
 def _initial_tensor(g, initial_value, dtype, var_name: str):

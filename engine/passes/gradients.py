@@ -60,13 +60,40 @@ def _consumer_map(graph) -> dict[Operation, list[Operation]]:
     return consumers
 
 
-def _aggregate(terms: list[Tensor], method) -> Tensor | None:
-    """Sums gradient terms; terms on several devices are summed per device first (TF 6.5)."""
+_AGGREGATION_METHODS = (AggregationMethod.ADD_N, AggregationMethod.EXPERIMENTAL_TREE,
+                        AggregationMethod.EXPERIMENTAL_ACCUMULATE_N)
+
+
+def _check_aggregation_method(method) -> int:
+    if method is None:
+        return AggregationMethod.DEFAULT
+    if isinstance(method, bool) or method not in _AGGREGATION_METHODS:
+        raise ValueError(f"Invalid `aggregation_method` specified {method}. Accepted values "
+                         f"are {list(_AGGREGATION_METHODS)}.")
+    return method
+
+
+def _aggregate(terms: list[Tensor], method: int, op: Operation | None = None) -> Tensor | None:
+    """Sums the gradient terms of one tensor (TF 6.5). ADD_N: one AddN, per device first
+    when the terms sit on several; EXPERIMENTAL_TREE: pairwise AddNs in scope
+    `<op>_gradient_sum`; EXPERIMENTAL_ACCUMULATE_N: with more than two terms of fully known
+    shape one order-free sum (TF's AccumulateNV2, here an AddN named AccumulateN), else
+    the tree."""
     terms = [t for t in terms if t is not None]
     if not terms:
         return None
     if len(terms) == 1:
         return terms[0]
+    if method == AggregationMethod.EXPERIMENTAL_ACCUMULATE_N and len(terms) > 2 and \
+            all(t.shape.is_fully_defined() for t in terms):
+        return math_ops.add_n(terms, name="AccumulateN")
+    if method != AggregationMethod.ADD_N:
+        scope = f"{op.name}_gradient_sum" if op is not None else "gradient_sum"
+        with terms[0].graph.name_scope(scope):
+            total = terms[0]
+            for t in terms[1:]:
+                total = math_ops.add_n([total, t])
+        return total
     by_device: dict[str, list[Tensor]] = {}
     for t in terms:
         by_device.setdefault(t.device, []).append(t)
@@ -106,6 +133,7 @@ def gradients(ys, xs, grad_ys=None, name: str = "gradients",
               colocate_gradients_with_ops: bool = False, gate_gradients: bool = False,
               aggregation_method=None, stop_gradients=None) -> list[Tensor | None]:
     """d(sum of ys)/d(x) for each x in xs; None where x does not reach ys."""
+    aggregation_method = _check_aggregation_method(aggregation_method)
     ys = _as_tensor_list(ys)
     xs = _as_tensor_list(xs)
     stop_ops = {t.op for t in _as_tensor_list(stop_gradients or [])}
@@ -130,7 +158,8 @@ def gradients(ys, xs, grad_ys=None, name: str = "gradients",
             if op in seen:
                 continue
             seen.add(op)
-            out_grads = [_aggregate(grads.get(t, []), aggregation_method) for t in op.outputs]
+            out_grads = [_aggregate(grads.get(t, []), aggregation_method, op)
+                         for t in op.outputs]
             # Keep the sum, so an x that is also on the path is not summed a second time.
             for t, total in zip(op.outputs, out_grads):
                 if total is not None:
@@ -144,7 +173,7 @@ def gradients(ys, xs, grad_ys=None, name: str = "gradients",
                     pending[t.op] -= 1
                     if pending[t.op] == 0:
                         queue.append(t.op)
-        return [_aggregate(grads.get(x, []), aggregation_method) for x in xs]
+        return [_aggregate(grads.get(x, []), aggregation_method, x.op) for x in xs]
 
 
 def _backprop_op(g, op: Operation, out_grads, x_ops, stop_ops, colocate: bool, gate: bool):

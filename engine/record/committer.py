@@ -16,6 +16,9 @@ from engine.record.schema import (
 )
 
 MAX_BATCH_ROWS = 50_000   # a backlog is committed in slices so one transaction stays bounded
+# A commit point waits until this long after the previous commit, so a loop of 1 ms steps
+# costs ~20 transactions a second, not 1000 (a killed writer loses at most this much).
+MIN_COMMIT_GAP_SECS = 0.05
 FIRST_SEQ = 2             # seq 1 is the "run started" event written with the database
 
 # Queue opcodes: the first element of every queued tuple.
@@ -34,11 +37,17 @@ def wait_for(done: threading.Event, thread: threading.Thread, timeout: float | N
             return
 
 
+def put_urgent(items: queue.SimpleQueue, thread: Committer, item: tuple) -> None:
+    """Queues flush() or close(): wakes the thread even while it gathers records."""
+    items.put(item)
+    thread.wake.set()
+
+
 def shut_down(items: queue.SimpleQueue, thread: Committer, timeout: float | None) -> None:
     if not thread.is_alive():
         return
     done = threading.Event()
-    items.put((OP_CLOSE, done))
+    put_urgent(items, thread, (OP_CLOSE, done))
     if threading.current_thread() is not thread:
         wait_for(done, thread, timeout)
 
@@ -47,12 +56,14 @@ class Committer(threading.Thread):
     """Owns the write connection. Rows wait in memory until a commit point: a step record,
     a summary step larger than any before (the previous step is complete), flush(), or
     flush_secs since the last commit. Commit points are honoured once the queue is drained
-    (or the batch is large), so a backlog costs one transaction, not one per step."""
+    (or the batch is large) and MIN_COMMIT_GAP_SECS after the previous commit, so a backlog
+    or a fast loop costs one transaction, not one per step."""
 
     def __init__(self, run_dir: Path, items: queue.SimpleQueue, flush_secs: float) -> None:
         super().__init__(name=f"RunWriter {run_dir.name}", daemon=True)
         self.run_dir = run_dir
         self.items = items
+        self.wake = threading.Event()   # set by flush() and close(): stop gathering
         # Pending rows wait at most flush_secs, and never so long that the heartbeat goes stale.
         self.commit_secs = min(flush_secs, store.HEARTBEAT_SECS)
         self.conn = store.connect_for_writing(run_dir / DATABASE_NAME)
@@ -126,11 +137,18 @@ class Committer(threading.Thread):
                 self._handlers[opcode](item)
             except Exception as exc:  # noqa: BLE001 -- one bad record must not stop the run
                 self._fail(exc)
+            since = time.monotonic() - self._last_commit
             if self._pending_rows and (
-                    (self._commit_due
-                     and (self.items.empty() or self._pending_rows >= MAX_BATCH_ROWS))
-                    or time.monotonic() - self._last_commit >= self.commit_secs):
+                    (self._commit_due and since >= MIN_COMMIT_GAP_SECS and self.items.empty())
+                    or self._pending_rows >= MAX_BATCH_ROWS or since >= self.commit_secs):
                 self._commit()
+            elif self._commit_due and self.items.empty():
+                # The last commit was moments ago: gather what comes meanwhile without being
+                # woken once per record (a blocking get would be, at every put).
+                self.wake.wait(MIN_COMMIT_GAP_SECS - since)
+                self.wake.clear()
+                if self.items.empty():
+                    self._commit()
 
     def _commit(self) -> None:
         self._meta["updated"] = store.to_json(time.time())

@@ -38,6 +38,7 @@ from engine.record.committer import (
     OP_TENSOR_SUMMARY,
     OP_TEXT,
     Committer,
+    put_urgent,
     shut_down,
     wait_for,
 )
@@ -210,7 +211,7 @@ class RunWriter:
             return
         self._check_usable()
         done = threading.Event()
-        self._queue.put((OP_FLUSH, done))
+        put_urgent(self._queue, self._committer, (OP_FLUSH, done))
         wait_for(done, self._committer, None)
         self._raise_background_error()
 

@@ -324,7 +324,8 @@ def _apply_process_settings(config: ConfigProto, devices):
         for d in devices:
             if d.torch_device.startswith("cuda"):
                 index = torch.device(d.torch_device).index
-                before = torch.cuda.get_per_process_memory_fraction(index)
+                getter = getattr(torch.cuda, "get_per_process_memory_fraction", None)
+                before = getter(index) if getter is not None else 1.0   # torch < 2.6: no getter
                 torch.cuda.set_per_process_memory_fraction(fraction, index)
                 restores.append(lambda i=index, b=before:
                                 torch.cuda.set_per_process_memory_fraction(b, i))

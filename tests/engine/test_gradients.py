@@ -504,3 +504,10 @@ def test_maximum_and_minimum_ties_send_the_gradient_to_x():
             got = s.run(grads)
     for value, want in zip(got, ([0, 1, 1], [1, 0, 0], [1, 1, 0], [0, 0, 1])):
         np.testing.assert_array_equal(value, want)
+
+
+@grad_test("PlaceholderWithDefault")
+def test_placeholder_with_default_passes_the_gradient_to_its_default():
+    value = rand(np.random.default_rng(21), (3, 2))
+    check_gradients(lambda x: tf.placeholder_with_default(x, [None, 2]) * 3.0,
+                    lambda x: x * 3.0, [value])

@@ -710,3 +710,22 @@ def test_reshape_to_scalar_with_empty_shape_list():
         assert r.shape.as_list() == []
         with tf.Session(graph=g) as s:
             assert s.run(r) == 4.0
+
+
+@covers("PlaceholderWithDefault")
+def test_placeholder_with_default_yields_its_default_unless_fed(runner):
+    with runner.scope():
+        flag = tf.placeholder_with_default(False, [], name="training")
+        x = tf.placeholder_with_default([[1.0, 2.0]], [None, 2])
+        doubled = x * 2.0
+    assert flag.shape.as_list() == [] and x.shape.as_list() == [None, 2]
+    assert runner.run(flag) == np.bool_(False)
+    np.testing.assert_array_equal(runner.run(doubled), [[2.0, 4.0]])
+    np.testing.assert_array_equal(runner.run(doubled, {x: [[3.0, 4.0], [5.0, 6.0]]}),
+                                  [[6.0, 8.0], [10.0, 12.0]])
+    assert runner.run(flag, {flag: True}) == np.bool_(True)
+
+
+def test_placeholder_with_default_rejects_an_incompatible_default():
+    with tf.Graph().as_default(), pytest.raises(ValueError, match="PlaceholderWithDefault"):
+        tf.placeholder_with_default([1.0, 2.0, 3.0], [2])

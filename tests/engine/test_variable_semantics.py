@@ -192,3 +192,14 @@ def test_two_cpu_devices_from_device_count(g):
         assert [d.name[-5:] for d in sess.list_devices()] == ["CPU:0", "CPU:1"]
         assert sess.run(x) == 6.0
         assert sess.placement.device_of(x.op.name).endswith("CPU:1")
+
+
+def test_slot_assign_keeps_the_buffers_dtype_and_device():
+    slot = VariableSlot("v", "cpu", tf.float32, tf.TensorShape(None))
+    slot.assign(torch.tensor([1.0, 2.0]))
+    buffer = slot.read()
+    slot.assign(torch.tensor([3.0, 4.0], dtype=torch.float64))
+    assert slot.read() is buffer and buffer.dtype == torch.float32
+    assert buffer.tolist() == [3.0, 4.0]
+    slot.assign(torch.tensor([5.0, 6.0, 7.0], dtype=torch.float64))   # a new shape
+    assert slot.read().dtype == torch.float32 and slot.read().tolist() == [5.0, 6.0, 7.0]
