@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from engine.summary import png
+
 FORMAT = "engine.summary"
 VERSION = 1
 _NPY_MAGIC = b"\x93NUMPY"
@@ -100,7 +102,8 @@ class SummaryMetadata:
 
 class _Image:
     """Summary.Image. Our image ops put the uint8 pixels (height, width, colorspace) in
-    `encoded_image_string` as .npy bytes; `pixels()` reads them back."""
+    `encoded_image_string` as .npy bytes; a hand-built summary may put PNG bytes there (as
+    TF1 scripts that log plots do). `pixels()` reads either."""
 
     def __init__(self, height: int = 0, width: int = 0, colorspace: int = 0,
                  encoded_image_string: bytes = b""):
@@ -114,9 +117,11 @@ class _Image:
 
     def pixels(self) -> np.ndarray:
         data = self.encoded_image_string
+        if data.startswith(png.SIGNATURE):
+            return png.decode_png(data)
         if not data.startswith(_NPY_MAGIC):
-            raise ValueError("Summary.Image.encoded_image_string is not an image this engine "
-                             "wrote (uint8 pixels as .npy); PNG/JPEG payloads are not decoded")
+            raise ValueError("Summary.Image.encoded_image_string is neither PNG nor the .npy "
+                             "pixels our image ops write (JPEG and GIF are not decoded)")
         array = from_npy_bytes(data)
         if array.dtype != np.uint8 or array.ndim != 3 or array.shape[2] not in (1, 3, 4):
             raise ValueError(f"Summary.Image holds a {array.dtype} array of shape "
