@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from engine import dtypes, errors, graph_json
+from engine.graph_json import JSON_FORMAT, JSON_VERSION  # noqa: F401 - read here by callers
 from engine.ops import registry
 from engine.shapes import TensorShape
 

@@ -25,8 +25,10 @@ from pathlib import Path
 import numpy as np
 
 from engine import errors
+from engine.graph import Graph, Operation, Tensor
 from engine.graph_def import GraphDef, NodeDef, import_graph_def
 from engine.graph_json import ArrayStore, bad, document_from_json, document_to_json, kind_of, short
+from engine.ops.variables import Variable
 
 __all__ = ["load_graph", "load_graph_def", "save_graph"]
 
@@ -96,13 +98,11 @@ def _write_atomically(path: Path, write) -> None:
 # -- collections --------------------------------------------------------------------------
 
 def encode_collections(graph) -> dict:
-    from engine.graph import Operation, Tensor
-    from engine.ops.variables import Variable
     out = {}
     # Graph has no public list of its collection keys (TF's get_all_collection_keys).
     for key in sorted(graph._collections):
         items = graph.get_collection(key)
-        encoded = [_encode_item(i, Variable, Tensor, Operation) for i in items]
+        encoded = [_encode_item(i) for i in items]
         if any(e is None for e in encoded):
             logger.warning("Issue encountered when serializing %s. Type is unsupported, or the "
                            "types of the items don't match field type in CollectionDef. It is "
@@ -112,15 +112,15 @@ def encode_collections(graph) -> dict:
     return out
 
 
-def _encode_item(item, variable_type, tensor_type, operation_type):
-    if isinstance(item, variable_type):
+def _encode_item(item):
+    if isinstance(item, Variable):
         return {"variable": {"name": item.op.name, "initializer": item.initializer.name,
                              "snapshot": item.value().name,
                              "initial_value": item.initial_value.name,
                              "trainable": bool(item.trainable)}}
-    if isinstance(item, tensor_type):
+    if isinstance(item, Tensor):
         return {"tensor": item.name}
-    if isinstance(item, operation_type):
+    if isinstance(item, Operation):
         return {"operation": item.name}
     if item is None or isinstance(item, (bool, int, str)) or \
             (isinstance(item, float) and math.isfinite(item)):
@@ -177,21 +177,23 @@ def _element(graph, name, kind: str, where: str):
 def _restore_variable(graph, body: dict, where: str):
     """A tf.Variable over existing ops (TF's Variable(variable_def=...)): the VariableV2 node,
     its initializer, its snapshot and initial value, all found by name."""
-    from engine.ops.variables import Variable
     var_op = _element(graph, body.get("name"), "operation", f"{where} field 'name'")
     if not var_op.outputs or not var_op.outputs[0].dtype.is_ref:
         raise bad(where, f"'{var_op.name}' ({var_op.type}) is not a variable")
     trainable = body.get("trainable", True)
     if not isinstance(trainable, bool):
         raise bad(where, "field 'trainable' must be true or false")
+    # The fields Variable.__init__ sets (engine/ops/variables.py); a Python constraint or
+    # caching device is not part of the saved graph, as in TF's VariableDef.
     v = Variable.__new__(Variable)
-    v._variable = var_op.outputs[0]
-    v._initializer_op = _element(graph, body.get("initializer"), "operation",
-                                 f"{where} field 'initializer'")
-    v._snapshot = _element(graph, body.get("snapshot"), "tensor", f"{where} field 'snapshot'")
-    v._initial_value = _element(graph, body.get("initial_value"), "tensor",
-                                f"{where} field 'initial_value'")
-    v._trainable = trainable
+    v.__dict__.update(
+        _variable=var_op.outputs[0],
+        _initializer_op=_element(graph, body.get("initializer"), "operation",
+                                 f"{where} field 'initializer'"),
+        _snapshot=_element(graph, body.get("snapshot"), "tensor", f"{where} field 'snapshot'"),
+        _initial_value=_element(graph, body.get("initial_value"), "tensor",
+                                f"{where} field 'initial_value'"),
+        _trainable=trainable, _constraint=None, _caching_device=None)
     return v
 
 
@@ -224,7 +226,6 @@ def save_graph(graph, path, strip_prefix: str = "") -> None:
 def load_graph(path):
     """Reads a graph file written by save_graph (or a version 1 graph file) into a new Graph,
     with its collections. A damaged file raises ValueError naming the file, node and field."""
-    from engine.graph import Graph
     graph_def, collections = _read_document(Path(path))
     graph = Graph()
     import_graph_def(graph_def, name="", graph=graph)

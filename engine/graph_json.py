@@ -24,7 +24,8 @@ are still read):
            | {"tensor": {"dtype": "float32", "shape": [2, 2], "values": [1.0, ...]}}
                  values flat in C order; complex values as re, im pairs; non-finite floats as
                  the strings above; "values": null marks a tensor too large to inline (not
-                 loadable); string tensors as {"dtype": "string", "shape", "bytes": [base64]}
+                 loadable); string tensors as {"dtype": "string", "shape", "values":
+                 [<UTF-8 text> | {"base64": <bytes not UTF-8>}, ...]}, always inline
            | {"tensor": {"dtype": "float32", "shape": [512, 512], "array": "t0"}}
                  the array under key "t0" of the side .npz (saved with np.savez, loaded with
                  allow_pickle=False)
@@ -100,10 +101,10 @@ def encode_attr(value, arrays: ArrayStore | None, where: str):
 
 def _encode_tensor(value: np.ndarray, arrays: ArrayStore | None) -> dict:
     shape = list(value.shape)
-    if value.dtype.kind in "SO":
+    if value.dtype.kind in "SUO":
+        # Strings stay inline (np.savez could keep them only as pickled object arrays).
         return {"dtype": "string", "shape": shape,
-                "bytes": [base64.b64encode(_as_bytes(v)).decode("ascii")
-                          for v in value.reshape(-1)]}
+                "values": [_encode_bytes(_as_bytes(v)) for v in value.reshape(-1)]}
     dtype = dtypes.as_dtype(value.dtype).name
     if arrays is not None and value.size > arrays.inline_limit:
         return {"dtype": dtype, "shape": shape, "array": arrays.add(value)}
@@ -120,6 +121,14 @@ def _encode_tensor(value: np.ndarray, arrays: ArrayStore | None) -> dict:
 
 def _as_bytes(v) -> bytes:
     return v if isinstance(v, bytes) else str(v).encode("utf-8")
+
+
+def _encode_bytes(value: bytes):
+    """A string element: its text when it is UTF-8, else {"base64": ...}."""
+    try:
+        return value.decode("utf-8")
+    except UnicodeDecodeError:
+        return {"base64": base64.b64encode(value).decode("ascii")}
 
 
 # -- attrs: decoding ------------------------------------------------------------------------
@@ -221,16 +230,23 @@ def _values_array(values: list, dtype, shape, where: str) -> np.ndarray:
 
 
 def _decode_strings(body, shape, size, where: str) -> np.ndarray:
-    items = body.get("bytes")
-    if not isinstance(items, list) or len(items) != size or \
-            not all(isinstance(s, str) for s in items):
-        raise bad(where, f"field 'bytes' must be a list of {size} base64 strings")
-    try:
-        decoded = [base64.b64decode(s, validate=True) for s in items]
-    except (binascii.Error, ValueError):
-        raise bad(where, "field 'bytes' holds an invalid base64 string") from None
+    items = body.get("values")
+    if not isinstance(items, list) or len(items) != size:
+        raise bad(where, f"field 'values' must be a list of {size} strings for shape {shape}, "
+                         f"got {short(items)}")
     out = np.empty(size, dtype=object)
-    out[:] = decoded
+    for i, item in enumerate(items):
+        if isinstance(item, str):
+            out[i] = item.encode("utf-8")
+        elif isinstance(item, dict) and list(item) == ["base64"] and \
+                isinstance(item["base64"], str):
+            try:
+                out[i] = base64.b64decode(item["base64"], validate=True)
+            except (binascii.Error, ValueError):
+                raise bad(where, f"field 'values' item {i} is not valid base64") from None
+        else:
+            raise bad(where, f"field 'values' item {i} must be text or {{\"base64\": ...}}, "
+                             f"got {short(item)}")
     return out.reshape(shape)
 
 

@@ -312,3 +312,40 @@ def test_extract_sub_graph_follows_control_inputs():
 def test_missing_graph_file_is_not_found(tmp_path):
     with pytest.raises(errors.NotFoundError, match="nope.json: no such graph file"):
         tf.load_graph(tmp_path / "nope.json")
+
+
+@pytest.mark.parametrize("value", [
+    True, 3, -2.5, "text", None, float("nan"), float("-inf"), [1, 2], ["loc:@a", "loc:@b"],
+    tf.float16, tf.int64, tf.TensorShape(None), tf.TensorShape([2, None]),
+    [tf.float32, tf.int32], [tf.TensorShape([1]), tf.TensorShape(None)],
+    np.array([[1, 2], [3, 4]], np.int64), np.array([2 ** 62, -(2 ** 62)], np.int64),
+    np.array([0.1, 65504.0], np.float16), np.array([True, False]), np.array([], np.float32),
+    np.array(3.5, np.float64), np.array([1 + 2j, np.nan - 1j], np.complex128),
+    np.array([b"hi", b"\xff\x00", "caf\u00e9".encode()], dtype=object),
+    np.arange(5000, dtype=np.int32).reshape(50, 100),
+])
+def test_every_attr_kind_round_trips_through_the_schema(value):
+    arrays = graph_json.ArrayStore()
+    encoded = json.loads(json.dumps(graph_json.encode_attr(value, arrays, "n"),
+                                    allow_nan=False))
+    side = lambda key, dtype, shape, where: arrays.arrays[key]  # noqa: E731
+    decoded = graph_json.decode_attr(encoded, "n", side)
+    if isinstance(value, np.ndarray):
+        assert decoded.dtype == value.dtype and decoded.shape == value.shape
+        np.testing.assert_array_equal(decoded, value)
+    elif isinstance(value, float) and np.isnan(value):
+        assert np.isnan(decoded)
+    else:
+        assert decoded == value and type(decoded) is type(value)
+
+
+def test_a_restored_variable_has_every_field_a_built_one_has(tmp_path):
+    g = tf.Graph()
+    with g.as_default():
+        built = tf.Variable(np.ones(2, np.float32), name="v")
+    tf.save_graph(g, tmp_path / "v.json")
+    restored = tf.load_graph(tmp_path / "v.json").get_collection(tf.GraphKeys.GLOBAL_VARIABLES)[0]
+    assert set(vars(built)) <= set(vars(restored))
+    assert (restored.name, restored.initializer.name, restored.value().name,
+            restored.initial_value.name, restored.trainable) == \
+        ("v:0", "v/Assign", "v/read:0", "v/initial_value:0", True)

@@ -20,7 +20,7 @@ JUNK = [None, 0, -1, 2.5, 10 ** 30, True, "", "x", "^", "a:b", "w:99", [], {}, [
         [[1]], {"a": 1}, "NaN", {"dtype": "bogus"}, {"tensor": {}}, {"shape": [-1]},
         {"tensor": {"dtype": "float32", "shape": [2], "values": [1]}},
         {"tensor": {"dtype": "float32", "shape": [3], "array": "t9"}},
-        {"tensor": {"dtype": "string", "shape": [1], "bytes": ["!!"]}},
+        {"tensor": {"dtype": "string", "shape": [1], "values": [{"base64": "!!"}]}},
         {"float": "huge"}, {"variable": {"name": "nope"}}, {"operation": 5}]
 CASES = 300
 
