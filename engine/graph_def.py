@@ -1,6 +1,7 @@
 """GraphDef and NodeDef: the graph as plain data, the form every pass reads and writes.
-Inputs are spelled "node", "node:1", "^node"; versioned JSON (de)serialization; importing a
-GraphDef back into a Graph (with cycle and unknown-op checks); TF's one-line node summary."""
+Inputs are spelled "node", "node:1", "^node"; the JSON string forms (schema in graph_json.py);
+TF's import_graph_def back into a Graph (input_map, return_elements, cycle, unknown-op and
+colocation checks); TF's one-line node summary."""
 
 from __future__ import annotations
 
