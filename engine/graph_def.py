@@ -1,22 +1,23 @@
 """GraphDef and NodeDef: the graph as plain data, the form every pass reads and writes.
-Inputs are spelled "node", "node:1", "^node"; versioned JSON (de)serialization; importing a
-GraphDef back into a Graph (with cycle and unknown-op checks); TF's one-line node summary."""
+Inputs are spelled "node", "node:1", "^node"; the JSON string forms (schema in graph_json.py);
+TF's import_graph_def back into a Graph (input_map, return_elements, cycle, unknown-op and
+colocation checks); TF's one-line node summary."""
 
 from __future__ import annotations
 
-import base64
+import contextlib
 import heapq
-import json
+import logging
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from engine import dtypes, errors
+from engine import dtypes, errors, graph_json
+from engine.graph_json import JSON_FORMAT, JSON_VERSION  # noqa: F401 - read here by callers
+from engine.ops import registry
 from engine.shapes import TensorShape
 
-JSON_FORMAT = "engine.graphdef"
-JSON_VERSION = 1
-_MAX_INLINE_VALUES = 1 << 16
+logger = logging.getLogger("engine")
 
 
 @dataclass
@@ -55,6 +56,7 @@ class NodeDef:
 class GraphDef:
     node: list[NodeDef]
     version: int = 0
+    source: str = ""          # the file it was read from, for error messages
 
     def __post_init__(self):
         self._by_name = {n.name: n for n in self.node}
@@ -122,105 +124,26 @@ def graph_def_from_graph(graph) -> GraphDef:
                     version=graph.version)
 
 
-# -- JSON ----------------------------------------------------------------------------------
-
-def _encode_attr(value):
-    if isinstance(value, dtypes.DType):
-        return {"dtype": value.name}
-    if isinstance(value, TensorShape):
-        return {"shape": None if value.dims is None else list(value.dims)}
-    if isinstance(value, np.ndarray):
-        values = value.reshape(-1).tolist() if value.size <= _MAX_INLINE_VALUES else None
-        if value.dtype == object and values is not None:
-            values = [_encode_bytes(v) for v in values]
-        return {"tensor": {"dtype": dtypes.as_dtype(value.dtype).name,
-                           "shape": list(value.shape), "values": values}}
-    if isinstance(value, (list, tuple)):
-        return [_encode_attr(v) for v in value]
-    if isinstance(value, (np.generic,)):
-        return value.item()
-    return value
-
-
-def _encode_bytes(value: bytes):
-    """A string tensor element: its text when it is UTF-8, else {"base64": ...}."""
-    try:
-        return value.decode("utf-8")
-    except UnicodeDecodeError:
-        return {"base64": base64.b64encode(value).decode("ascii")}
-
-
-def _decode_bytes(value) -> bytes:
-    return base64.b64decode(value["base64"]) if isinstance(value, dict) else value.encode()
-
-
-def _decode_attr(value, where: str):
-    if isinstance(value, dict):
-        if "dtype" in value:
-            return dtypes.as_dtype(value["dtype"])
-        if "shape" in value:
-            return TensorShape(value["shape"])
-        if "tensor" in value:
-            t = value["tensor"]
-            if t.get("values") is None:
-                raise ValueError(f"{where}: tensor attr has no values (it was too large to inline)")
-            dt = dtypes.as_dtype(t["dtype"])
-            values = [_decode_bytes(v) for v in t["values"]] if dt.is_string else t["values"]
-            return np.asarray(values, dtype=dt.numpy_dtype).reshape(t["shape"])
-        raise ValueError(f"{where}: unknown attr encoding with keys {sorted(value)}")
-    if isinstance(value, list):
-        return [_decode_attr(v, where) for v in value]
-    return value
-
+# -- JSON (the schema and its checks live in engine/graph_json.py) ----------------------------
 
 def node_to_json(n: NodeDef) -> dict:
-    return {"name": n.name, "op": n.op, "input": list(n.input), "device": n.device,
-            "attr": {k: _encode_attr(v) for k, v in n.attr.items()},
-            "output_dtypes": [d.name for d in n.output_dtypes],
-            "output_shapes": [None if s.dims is None else list(s.dims) for s in n.output_shapes],
-            "stack": list(n.meta.get("stack", ()))}
+    """The JSON object of one node; constants above graph_json.MAX_ELIDED_INLINE_VALUES
+    elements are elided (the run store's form)."""
+    return graph_json.encode_node(n)
 
 
 def graph_def_to_json(graph_def: GraphDef, strip_prefix: str = "") -> str:
-    """One node per line (diff-friendly). `strip_prefix` is removed from creation-site paths,
-    so files written from a checkout do not carry the machine's absolute paths."""
-    head = json.dumps({"format": JSON_FORMAT, "version": JSON_VERSION,
-                       "graph_version": graph_def.version})
-    lines = []
-    for n in graph_def.node:
-        doc = node_to_json(n)
-        if strip_prefix:
-            doc["stack"] = [s[len(strip_prefix):] if s.startswith(strip_prefix) else s
-                            for s in doc["stack"]]
-        lines.append(json.dumps(doc, separators=(",", ":")))
-    return head[:-1] + ', "node": [\n' + ",\n".join(lines) + "\n]}\n"
+    """The current schema version as a string, every constant inline except the elided
+    large ones (engine.save_graph keeps those in a side .npz)."""
+    return graph_json.document_to_json(graph_def, strip_prefix)
 
 
 def graph_def_from_json(text: str, source: str = "<string>") -> GraphDef:
-    """Parses the JSON form. Errors name the file (`source`), the node and the field."""
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise ValueError(f"{source}: not valid JSON ({e})") from None
-    if not isinstance(doc, dict) or doc.get("format") != JSON_FORMAT:
-        raise ValueError(f"{source}: not an {JSON_FORMAT} document (field 'format')")
-    if doc.get("version") != JSON_VERSION:
-        raise ValueError(f"{source}: unsupported version {doc.get('version')!r} "
-                         f"(field 'version'; this build reads {JSON_VERSION})")
-    nodes = []
-    for i, raw in enumerate(doc.get("node", [])):
-        where = f"{source}: node[{i}]"
-        if not isinstance(raw, dict) or not isinstance(raw.get("name"), str) \
-                or not isinstance(raw.get("op"), str):
-            raise ValueError(f"{where}: needs string fields 'name' and 'op'")
-        where = f"{source}: node '{raw['name']}'"
-        nodes.append(NodeDef(
-            name=raw["name"], op=raw["op"], input=list(raw.get("input", [])),
-            device=raw.get("device", ""),
-            attr={k: _decode_attr(v, f"{where} attr '{k}'")
-                  for k, v in raw.get("attr", {}).items()},
-            meta={"stack": tuple(raw.get("stack", ()))}))
-    return GraphDef(nodes, version=doc.get("graph_version", 0))
+    """Parses the JSON form (version 1 or 2, without side arrays). Errors name the file
+    (`source`), the node and the field."""
+    header, fields, _ = graph_json.document_from_json(text, source)
+    return GraphDef([NodeDef(**f) for f in fields], version=header["graph_version"],
+                    source=source)
 
 
 # -- GraphDef -> Graph ------------------------------------------------------------------------
@@ -280,36 +203,178 @@ def _cycle_members(stuck: list[NodeDef]) -> list[NodeDef]:
     return [n for n in stuck if n.name in names]
 
 
-def import_graph_def(graph_def: GraphDef, graph=None, name: str = "import"):
-    """Adds the nodes of `graph_def` to `graph` (default graph) under the `name/` prefix and
-    returns the created operations in the file's order."""
+def import_graph_def(graph_def: GraphDef, input_map=None, return_elements=None, name=None,
+                     op_dict=None, producer_op_list=None, *, graph=None):
+    """tf.import_graph_def: adds the nodes of `graph_def` to `graph` (default: the default
+    graph) under the unique scope `name` (default "import"; "" for none), feeding the inputs
+    named in `input_map` ("node:N" or "^node" -> Tensor) from the given tensors instead.
+    Returns the Tensors ("node:N") and Operations ("node") named in `return_elements`, or None.
+    Nodes keep their requested devices, colocation groups (`_class`, renamed with the prefix),
+    creation stacks and, without an input_map, their saved static shapes."""
     from engine.graph import get_default_graph
-    from engine.ops import registry
+    if not isinstance(graph_def, GraphDef):
+        raise TypeError("graph_def must be a GraphDef proto.")
+    if op_dict is not None or producer_op_list is not None:
+        logger.warning("import_graph_def: op_dict and producer_op_list are deprecated and "
+                       "ignored, as in TensorFlow.")
     graph = graph or get_default_graph()
+    where = f"{graph_def.source}: " if graph_def.source else ""
+    mapped = _checked_input_map(input_map, graph, graph_def)
+    _check_names(graph_def, where, return_elements)
+    try:
+        for n in graph_def.node:
+            registry.get_op_def(n.op, n.name)
+        order = topological_order(graph_def.node)
+    except errors.OpError as e:
+        raise type(e)(None, None, where + e.message) from None
+    with graph.as_default():
+        if name == "":
+            prefix = ""
+        else:
+            with graph.name_scope(name or "import") as prefix:
+                pass
+        with graph.name_scope(None):
+            final = {n.name: graph.unique_name(prefix + n.name) for n in graph_def.node}
+        created: dict[str, object] = {}
+        for n in order:
+            created[n.name] = _import_node(graph, n, created, final, mapped, where)
+    return _return_elements(return_elements, created, graph_def)
+
+
+def _checked_input_map(input_map, graph, graph_def: GraphDef) -> dict:
+    if input_map is None:
+        return {}
+    if not isinstance(input_map, dict) or not all(isinstance(k, str) for k in input_map):
+        raise TypeError("input_map must be a dictionary mapping strings to Tensor objects.")
+    used = {i if i.startswith("^") or ":" in i else f"{i}:0" for n in graph_def.node
+            for i in n.input}
+    mapped = {}
+    for key, value in input_map.items():
+        spelling = key if key.startswith("^") or ":" in key else f"{key}:0"
+        target = value.op if key.startswith("^") and hasattr(value, "op") else value
+        if getattr(target, "graph", None) is not graph:
+            raise ValueError(f"input_map value for {key!r} must be a Tensor of the graph being "
+                             f"imported into, got {target!r}")
+        mapped[spelling] = target
+    missing = sorted(k for k in mapped if k not in used)
+    if missing:
+        raise ValueError("Attempted to map inputs that were not found in graph_def: "
+                         f"[{', '.join(missing)}]")
+    return mapped
+
+
+def _check_names(graph_def: GraphDef, where: str, return_elements) -> None:
+    seen: set[str] = set()
     for n in graph_def.node:
-        registry.get_op_def(n.op, n.name)
-    order = topological_order(graph_def.node)
-    prefix = f"{name}/" if name else ""
-    created = {}
-    for n in order:
-        inputs, controls = [], []
-        for spelling in n.input:
-            src, index = parse_input(spelling)
-            op = created[src]
-            if index < 0:
-                controls.append(op)
-            elif index >= len(op.outputs):
-                raise ValueError(f"Node '{n.name}': input '{spelling}' asks for output {index} "
-                                 f"but '{src}' has {len(op.outputs)} outputs")
-            else:
-                inputs.append(op.outputs[index])
-        attrs = {k: v for k, v in n.attr.items()}
-        if "_class" in attrs:
-            attrs["_class"] = [f"loc:@{prefix}{c[5:]}" for c in attrs["_class"]]
-        with graph.name_scope(None), graph.device(n.device or None):
-            op = graph.create_op(n.op, inputs, attrs, name=prefix + n.name,
+        if n.name.lower() in seen:
+            raise ValueError(f"{where}node '{n.name}': duplicate node name (node names are "
+                             "unique, ignoring case)")
+        seen.add(n.name.lower())
+    if return_elements is not None and (isinstance(return_elements, str) or not all(
+            isinstance(r, str) for r in return_elements)):
+        raise TypeError("return_elements must be a list of strings.")
+
+
+def _import_node(graph, n: NodeDef, created: dict, final: dict, mapped: dict, where: str):
+    inputs, controls = [], []
+    for slot, spelling in enumerate(n.data_inputs()):
+        inputs.append(_data_input(n, slot, spelling, created, mapped, where))
+    for src in n.control_inputs():
+        target = mapped.get(f"^{src}", created[src])
+        controls.append(target)
+    attrs = dict(n.attr)
+    if "_class" in attrs:
+        attrs["_class"] = [_renamed_group(g, final, n, where) for g in attrs["_class"]]
+    # Colocated nodes take their group's device, not the device scopes around the import.
+    with contextlib.ExitStack() as scopes:
+        scopes.enter_context(graph.name_scope(None))
+        scopes.enter_context(graph.control_dependencies(None))
+        scopes.enter_context(graph.colocate_with(None))
+        try:
+            if "_class" in attrs:
+                scopes.enter_context(graph.device(None))
+            if n.device:
+                scopes.enter_context(graph.device(n.device))
+            op = graph.create_op(n.op, inputs, attrs, name=final[n.name] + "/",
                                  control_inputs=controls)
-        if n.meta.get("stack"):
-            op.meta["stack"] = tuple(n.meta["stack"])
-        created[n.name] = op
-    return [created[n.name] for n in graph_def.node]
+        except errors.OpError as e:
+            raise type(e)(None, None, where + e.message) from None
+        except Exception as e:  # noqa: BLE001 - infer functions trust attrs a file may lack
+            raise ValueError(f"{where}node '{n.name}': cannot import a {n.op} with these "
+                             f"inputs and attrs ({type(e).__name__}: {e})") from None
+    _check_outputs(op, n, where, keep_shapes=not mapped)
+    if n.meta.get("stack"):
+        op.meta["stack"] = tuple(n.meta["stack"])
+    return op
+
+
+def _data_input(n: NodeDef, slot: int, spelling: str, created: dict, mapped: dict, where: str):
+    src, index = parse_input(spelling)
+    key = f"{src}:{index}"
+    producer = created[src]
+    if key in mapped:
+        tensor = mapped[key]
+        expected = producer.outputs[index].dtype.base_dtype \
+            if index < len(producer.outputs) else None
+        if expected is not None and tensor.dtype.base_dtype is not expected:
+            raise ValueError(f"Input {slot} of node {n.name} was passed "
+                             f"{tensor.dtype.base_dtype.name} from {tensor.name} incompatible "
+                             f"with expected {expected.name}.")
+        return tensor
+    if index >= len(producer.outputs):
+        raise ValueError(f"{where}node '{n.name}': input '{spelling}' asks for output {index} "
+                         f"but '{src}' has {len(producer.outputs)} outputs")
+    return producer.outputs[index]
+
+
+def _renamed_group(group: str, final: dict, n: NodeDef, where: str) -> str:
+    anchor = group[5:] if group.startswith("loc:@") else None
+    if anchor not in final:
+        raise ValueError(f"{where}node '{n.name}': specified colocation to an op that does not "
+                         f"exist during import: {anchor or group} (attr '_class')")
+    return f"loc:@{final[anchor]}"
+
+
+def _check_outputs(op, n: NodeDef, where: str, keep_shapes: bool) -> None:
+    """The saved output dtypes must be what the op gives; saved shapes (which may carry a
+    set_shape the op cannot infer) are merged back in."""
+    for t in op.outputs:
+        if not isinstance(t.dtype, dtypes.DType) or not isinstance(t.shape, TensorShape):
+            raise ValueError(f"{where}node '{n.name}': its attrs do not describe a {n.op} "
+                             f"(output {t.value_index} came out as {t.dtype!r}, {t.shape!r})")
+    if n.output_dtypes:
+        got = [t.dtype for t in op.outputs]
+        if list(n.output_dtypes) != got:
+            raise ValueError(f"{where}node '{n.name}': field 'output_dtypes' says "
+                             f"{[d.name for d in n.output_dtypes]} but a {n.op} with these "
+                             f"inputs and attrs gives {[d.name for d in got]}")
+    if keep_shapes and n.output_shapes:
+        if len(n.output_shapes) != len(op.outputs):
+            raise ValueError(f"{where}node '{n.name}': field 'output_shapes' lists "
+                             f"{len(n.output_shapes)} outputs, the op has {len(op.outputs)}")
+        for t, shape in zip(op.outputs, n.output_shapes):
+            if not t.shape.is_compatible_with(shape):
+                raise ValueError(f"{where}node '{n.name}': field 'output_shapes' says "
+                                 f"{shape} for output {t.value_index}, the op gives {t.shape}")
+            t.set_shape(shape)
+
+
+def _return_elements(return_elements, created: dict, graph_def: GraphDef):
+    if return_elements is None:
+        return None
+    out = []
+    for r in return_elements:
+        src, sep, index = r.rpartition(":")
+        if sep and index.isdigit():
+            if src not in created:
+                raise ValueError(f"Requested return tensor '{r}' not found in graph def")
+            op = created[src]
+            if int(index) >= len(op.outputs):
+                raise ValueError(f"Invalid return output {index} of node '{src}', which has "
+                                 f"{len(op.outputs)} output(s)")
+            out.append(op.outputs[int(index)])
+        elif r in created:
+            out.append(created[r])
+        else:
+            raise ValueError(f"Requested return node '{r}' not found in graph def")
+    return out

@@ -181,7 +181,7 @@ def test_json_round_trip_preserves_structure_and_values(g):
         tf.no_op(name="done")
     text = graph_def_to_json(g.as_graph_def())
     doc = json.loads(text)
-    assert doc["format"] == "engine.graphdef" and doc["version"] == 1
+    assert doc["format"] == "engine.graphdef" and doc["version"] == 2
     parsed = graph_def_from_json(text)
     assert [n.name for n in parsed.node] == [n.name for n in g.as_graph_def().node]
     g2 = tf.Graph()

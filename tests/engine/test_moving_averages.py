@@ -96,3 +96,24 @@ def test_moving_average_rejects_integer_variables():
         with pytest.raises(TypeError, match="The variables must be half, float, or double: "
                                             "counter"):
             tf.train.ExponentialMovingAverage(0.9).apply([counter])
+
+
+@pytest.mark.skipif(not programs.assign_copies_its_value(),
+                    reason="needs Assign to copy its value (the core family's variable semantics)")
+def test_average_applied_after_the_train_op_sees_the_updated_variable():
+    """The TF1 idiom: `with control_dependencies([train]): train = ema.apply(...)`. The
+    shadows are built outside the control dependencies; the update reads the trained value."""
+    g = tf.Graph()
+    with g.as_default():
+        w = tf.Variable(np.float32(1.0), name="w")
+        train = tf.train.MomentumOptimizer(0.5, 0.0).minimize(w * 2.0)
+        ema = tf.train.ExponentialMovingAverage(0.75)
+        with tf.control_dependencies([train]):
+            train_and_average = ema.apply([w])
+        assert ema.average(w).initializer.control_inputs == []
+        with tf.Session(graph=g) as sess:
+            sess.run(tf.global_variables_initializer())
+            sess.run(train_and_average)
+            # w: 1 -> 1 - 0.5 * 2 = 0; the shadow moves from 1 a quarter of the way to 0.
+            assert sess.run(w) == 0.0
+            assert sess.run(ema.average(w)) == pytest.approx(0.75)

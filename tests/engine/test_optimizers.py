@@ -176,6 +176,26 @@ def test_variables_lists_only_the_current_graph():
         assert [v.name for v in opt.variables()] == ["b/Momentum:0", "w/Momentum:0"]
 
 
+@pytest.mark.skipif(not programs.assign_copies_its_value(),
+                    reason="needs Assign to copy its value (the core family's variable semantics)")
+def test_rerunning_the_initializer_resets_variables_and_slots():
+    g = tf.Graph()
+    with g.as_default():
+        w, b, loss = _two_variables()
+        opt = tf.train.AdamOptimizer(0.1)
+        train = opt.minimize(loss)
+        init = tf.global_variables_initializer()
+        with tf.Session(graph=g, config=tf.ConfigProto(virtual_gpus=1)) as sess:
+            for _ in range(2):
+                sess.run(init)
+                np.testing.assert_array_equal(sess.run(w), np.ones((2, 2)))
+                np.testing.assert_array_equal(sess.run(opt.get_slot(w, "m")), np.zeros((2, 2)))
+                assert sess.run(opt._get_beta_accumulators(g)[0]) == pytest.approx(0.9)
+                for _ in range(3):
+                    sess.run(train)
+                assert (sess.run(w) < 1).all()
+
+
 # ---- the API ----
 
 def _session_values(graph, fetches, steps, train):

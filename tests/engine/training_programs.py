@@ -145,6 +145,25 @@ def reference(tf) -> dict:
     return out
 
 
+def assign_copies_its_value() -> bool:
+    """Whether two variables initialized from one tensor stay independent when one is updated
+    in place on this engine (the core family makes Assign copy; before that, both share the
+    initial value's tensor, so in-place updates leak between them)."""
+    import engine as tf
+    from engine.ops import training_ops
+    g = tf.Graph()
+    with g.as_default():
+        c = tf.constant([1.0])
+        a, b = tf.Variable(c, name="a"), tf.Variable(c, name="b")
+        accum = tf.Variable([0.0], name="accum")
+        step = training_ops.apply_momentum(a, accum, tf.constant(1.0), tf.constant([1.0]),
+                                           tf.constant(0.0))
+        with tf.Session(graph=g) as sess:
+            sess.run(tf.global_variables_initializer())
+            sess.run(step.op)
+            return sess.run(b).tolist() == [1.0]
+
+
 def to_json(doc: dict) -> str:
     """One case a line, so a refresh diffs case by case."""
     sections = []
