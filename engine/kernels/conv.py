@@ -85,7 +85,7 @@ def _full_sizes(sizes: torch.Tensor, dy_nchw: torch.Tensor, depth: int,
     return [values[0], values[3], values[1], values[2]]
 
 
-def _check_backprop_dims(node, dims, dy_nchw, in_hw, k_hw, window) -> None:
+def _check_backprop_dims(dims, dy_nchw, in_hw, k_hw, window) -> None:
     for i in range(2):
         if dims[i][0] != dy_nchw.shape[2 + i]:
             raise errors.InvalidArgumentError(
@@ -97,6 +97,8 @@ def _check_backprop_dims(node, dims, dy_nchw, in_hw, k_hw, window) -> None:
 
 
 def _groups(depth: int, filter_depth: int) -> int:
+    """Conv2D's groups: TF runs a grouped convolution when the input depth is a multiple of
+    the filter's."""
     if filter_depth == 0 or depth % filter_depth:
         raise errors.InvalidArgumentError(None, None, f"input depth must be evenly divisible "
                                                       f"by filter depth: {depth} vs "
@@ -119,7 +121,7 @@ def _depthwise_weight(w: torch.Tensor) -> torch.Tensor:
 def _conv_forward(window, weight_of, groups_of):
     def run(x, w):
         xt = _to_nchw(x, window)
-        groups = groups_of(xt.shape[1], w)
+        groups = groups_of(xt.shape[1], w.shape[2])
         dims = _dims(window, xt.shape[2:], w.shape[:2])
         xt, padding = _pad(xt, dims, 0.0)
         y = F.conv2d(xt, weight_of(w), None, window.strides, padding, window.dilations, groups)
@@ -127,14 +129,14 @@ def _conv_forward(window, weight_of, groups_of):
     return run
 
 
-def _conv_backprop_input(node, window, weight_of, groups_of):
+def _conv_backprop_input(window, weight_of, groups_of):
     def run(sizes, w, dy):
         dyt = _to_nchw(dy, window)
         shape = _full_sizes(sizes, dyt, w.shape[2], window)
         in_hw = shape[2:]
         dims = _dims(window, in_hw, w.shape[:2])
-        _check_backprop_dims(node, dims, dyt, in_hw, w.shape[:2], window)
-        groups = groups_of(shape[1], w)
+        _check_backprop_dims(dims, dyt, in_hw, w.shape[:2], window)
+        groups = groups_of(shape[1], w.shape[2])
         (_, top, bottom), (_, left, right) = dims
         symmetric = top == bottom and left == right
         padded = shape if symmetric else [*shape[:2], in_hw[0] + top + bottom,
@@ -153,7 +155,7 @@ def _conv_backprop_filter(window, torch_filter_shape, to_tf_filter, groups_of):
     def run(x, sizes, dy):
         xt, dyt = _to_nchw(x, window), _to_nchw(dy, window)
         tf_shape = [int(v) for v in sizes.reshape(-1).tolist()]
-        groups = groups_of(xt.shape[1], tf_shape)
+        groups = groups_of(xt.shape[1], tf_shape[2])
         dims = _dims(window, xt.shape[2:], tf_shape[:2])
         xt, padding = _pad(xt, dims, 0.0)
         grad = torch.ops.aten.convolution_backward(
@@ -163,12 +165,7 @@ def _conv_backprop_filter(window, torch_filter_shape, to_tf_filter, groups_of):
     return run
 
 
-def _conv_groups(depth, w):
-    return _groups(depth, w[2] if isinstance(w, list) else w.shape[2])
-
-
-def _depthwise_groups(depth, w):
-    filter_depth = w[2] if isinstance(w, list) else w.shape[2]
+def _depthwise_groups(depth: int, filter_depth: int) -> int:
     if filter_depth != depth:
         raise errors.InvalidArgumentError(None, None, f"input and filter must have the same "
                                                       f"depth: {depth} vs {filter_depth}")
@@ -177,19 +174,19 @@ def _depthwise_groups(depth, w):
 
 @kernel("Conv2D", **_FLOATS)
 def conv2d(node, ctx):
-    return _conv_forward(_conv_window(node), _conv_weight, _conv_groups)
+    return _conv_forward(_conv_window(node), _conv_weight, _groups)
 
 
 @kernel("Conv2DBackpropInput", **_FLOATS, host_memory=("input_sizes",))
 def conv2d_backprop_input(node, ctx):
-    return _conv_backprop_input(node, _conv_window(node), _conv_weight, _conv_groups)
+    return _conv_backprop_input(_conv_window(node), _conv_weight, _groups)
 
 
 @kernel("Conv2DBackpropFilter", **_FLOATS, host_memory=("filter_sizes",))
 def conv2d_backprop_filter(node, ctx):
     return _conv_backprop_filter(
         _conv_window(node), lambda s: [s[3], s[2], s[0], s[1]],
-        lambda g, s: g.permute(2, 3, 1, 0), _conv_groups)
+        lambda g, s: g.permute(2, 3, 1, 0), _groups)
 
 
 @kernel("DepthwiseConv2dNative", **_FLOATS)
@@ -199,8 +196,7 @@ def depthwise_conv2d(node, ctx):
 
 @kernel("DepthwiseConv2dNativeBackpropInput", **_FLOATS, host_memory=("input_sizes",))
 def depthwise_conv2d_backprop_input(node, ctx):
-    return _conv_backprop_input(node, _conv_window(node), _depthwise_weight,
-                                _depthwise_groups)
+    return _conv_backprop_input(_conv_window(node), _depthwise_weight, _depthwise_groups)
 
 
 @kernel("DepthwiseConv2dNativeBackpropFilter", **_FLOATS, host_memory=("filter_sizes",))
@@ -228,7 +224,8 @@ def _max_indices(xt, window, k):
     both keep the first maximum of a window in row-major order)."""
     dims = _dims(window, xt.shape[2:], k)
     (_, top, bottom), (_, left, right) = dims
-    padded = F.pad(xt, (left, right, top, bottom), value=float("-inf"))
+    padded = xt if top == bottom == left == right == 0 else \
+        F.pad(xt, (left, right, top, bottom), value=float("-inf"))
     y, idx = torch.ops.aten.max_pool2d_with_indices(padded, k, list(window.strides), [0, 0],
                                                     [1, 1], False)
     return padded, y, idx, dims

@@ -69,7 +69,8 @@ def _softsign_grad(dy, x):
 
 
 def _relu_grad(dy, y):
-    return dy * (y > 0).to(dy.dtype)
+    """dy where y > 0, else 0, in one fused torch kernel."""
+    return torch.ops.aten.threshold_backward(dy, y, 0)
 
 
 _ELEMENTWISE = {
@@ -128,8 +129,11 @@ def softmax_cross_entropy(node, ctx):
 
 def _check_labels(labels: torch.Tensor, classes: int) -> None:
     """TF's CPU check (the GPU kernel gives NaN rows instead, as TF's does)."""
-    bad = (labels < 0) | (labels >= classes)
-    if bool(bad.any()):
+    if labels.numel() == 0:
+        return
+    low, high = torch.aminmax(labels)
+    if int(low) < 0 or int(high) >= classes:
+        bad = (labels < 0) | (labels >= classes)
         first = int(labels[bad][0])
         shown = " ".join(str(v) for v in labels.reshape(-1)[:100].tolist())
         raise errors.InvalidArgumentError(

@@ -23,6 +23,7 @@ from engine.shapes import TensorShape
 # The names tf.nn exports from this module (engine/nn.py star-imports it).
 __all__ = [
     "avg_pool",
+    "avg_pool2d",
     "bias_add",
     "conv2d",
     "conv2d_backprop_filter",
@@ -31,6 +32,7 @@ __all__ = [
     "depthwise_conv2d",
     "depthwise_conv2d_native",
     "max_pool",
+    "max_pool2d",
 ]
 
 CONV_TYPES = (dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64)
@@ -362,7 +364,8 @@ def depthwise_conv2d(input, filter, strides, padding, rate=None, name=None,  # n
         return create("DepthwiseConv2dNative", [x, w], attrs, scope)
 
 
-def _pool(op_type, value, ksize, strides, padding, data_format, name, explicit_ok):
+def _pool(op_type, value, ksize, strides, padding, data_format, name, explicit_ok,
+          default_name=None):
     data_format = data_format or "NHWC"
     x = convert_to_tensor(value, name="input")
     ksize = windows.normalize_sequence(ksize, "ksize", data_format)
@@ -375,7 +378,7 @@ def _pool(op_type, value, ksize, strides, padding, data_format, name, explicit_o
             raise ValueError(f"{op_type} does not take explicit padding; use 'SAME' or "
                              "'VALID'.")
         del attrs["explicit_paddings"]
-    with op_scope(graph_of(x), name, op_type) as scope:
+    with op_scope(graph_of(x), name, default_name or op_type) as scope:
         return create(op_type, [x], attrs, scope)
 
 
@@ -391,6 +394,16 @@ def avg_pool(value, ksize, strides, padding, data_format="NHWC", name=None,
     """tf.nn.avg_pool: the window mean; SAME padding is left out of each window's count."""
     return _pool("AvgPool", input if value is None else value, ksize, strides, padding,
                  data_format, name, explicit_ok=False)
+
+
+def max_pool2d(input, ksize, strides, padding, data_format="NHWC", name=None):  # noqa: A002
+    return _pool("MaxPool", input, ksize, strides, padding, data_format, name,
+                 explicit_ok=True, default_name="MaxPool2d")
+
+
+def avg_pool2d(input, ksize, strides, padding, data_format="NHWC", name=None):  # noqa: A002
+    return _pool("AvgPool", input, ksize, strides, padding, data_format, name,
+                 explicit_ok=False, default_name="AvgPool2D")
 
 
 def bias_add(value, bias, data_format=None, name=None):

@@ -1,11 +1,12 @@
 """tf.nn functions TF builds from other ops (its nn_impl.py): batch_normalization, moments,
-l2_normalize and the sigmoid and weighted cross entropies, with TF's formulas, so their values
-and gradients (including at the kinks) are TF's."""
+l2_normalize, the sigmoid and weighted cross entropies, xw_plus_b and relu_layer, with TF's
+formulas, so their values and gradients (including at the kinks) are TF's."""
 
 from __future__ import annotations
 
 from engine import dtypes
 from engine.ops import array_ops as A
+from engine.ops import conv_ops as C
 from engine.ops import math_ops as M
 from engine.ops import nn_ops as N
 from engine.ops.core import convert_to_tensor, graph_of, op_scope
@@ -15,8 +16,10 @@ __all__ = [
     "batch_normalization",
     "l2_normalize",
     "moments",
+    "relu_layer",
     "sigmoid_cross_entropy_with_logits",
     "weighted_cross_entropy_with_logits",
+    "xw_plus_b",
 ]
 
 
@@ -123,3 +126,23 @@ def weighted_cross_entropy_with_logits(labels=None, logits=None, pos_weight=None
                               N.relu(M.negative(logits)))
         return M.add(M.multiply(M.subtract(one, labels), logits),
                      M.multiply(log_weight, softplus_part), name=scope)
+
+
+def xw_plus_b(x, weights, biases, name=None):
+    """matmul(x, weights) + biases, the bias added by a BiasAdd named after the scope."""
+    g = graph_of(x, weights, biases)
+    with op_scope(g, name, "xw_plus_b") as scope:
+        x = convert_to_tensor(x, name="x")
+        weights = convert_to_tensor(weights, name="weights")
+        biases = convert_to_tensor(biases, name="biases")
+        return C.bias_add(M.matmul(x, weights), biases, name=scope)
+
+
+def relu_layer(x, weights, biases, name=None):
+    """relu(matmul(x, weights) + biases)."""
+    g = graph_of(x, weights, biases)
+    with op_scope(g, name, "relu_layer") as scope:
+        x = convert_to_tensor(x, name="x")
+        weights = convert_to_tensor(weights, name="weights")
+        biases = convert_to_tensor(biases, name="biases")
+        return N.relu(C.bias_add(M.matmul(x, weights), biases), name=scope)

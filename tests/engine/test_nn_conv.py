@@ -628,3 +628,21 @@ def test_bias_add_gradients(shape, data_format, dynamic):
                                                                        data_format})
     check_gradients(lambda dy: grad_op([dy]), lambda dy: dy.sum(dims),
                     [rng.uniform(-1, 1, shape)], dynamic=dynamic)
+
+
+def test_tf2_pool_names_and_dense_helpers():
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float32, [None, 4, 4, 1])
+        assert tf.nn.max_pool2d(x, 2, 2, "VALID").op.name == "MaxPool2d"
+        assert tf.nn.avg_pool2d(x, 2, 2, "VALID").op.name == "AvgPool2D"
+        a = np.arange(6, dtype=np.float32).reshape(2, 3)
+        w = np.ones((3, 2), np.float32) - 1.5
+        b = np.array([1.0, -2.0], np.float32)
+        dense = tf.nn.xw_plus_b(a, w, b)
+        layer = tf.nn.relu_layer(a, w, b)
+        assert dense.op.type == "BiasAdd" and dense.op.name == "xw_plus_b"
+        assert layer.op.type == "Relu" and layer.op.name == "relu_layer"
+        with tf.Session() as s:
+            got_dense, got_layer = s.run([dense, layer])
+    np.testing.assert_allclose(got_dense, a @ w + b)
+    np.testing.assert_allclose(got_layer, np.maximum(a @ w + b, 0))
