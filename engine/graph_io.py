@@ -18,7 +18,7 @@ import contextlib
 import logging
 import math
 import os
-import tempfile
+import threading
 import zipfile
 from pathlib import Path
 
@@ -83,10 +83,11 @@ class SideArrays:
 
 def _write_atomically(path: Path, write) -> None:
     """Writes through a temporary file in the same folder, so a crash never leaves half a
-    file under the real name."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    file under the real name. The temporary is opened like any new file (mode from the umask,
+    unlike mkstemp's 0600), so the renamed file is as readable as one written directly."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     try:
-        with os.fdopen(fd, "wb") as f:
+        with open(tmp, "xb") as f:
             write(f)
         os.replace(tmp, path)
     except BaseException:

@@ -349,3 +349,13 @@ def test_a_restored_variable_has_every_field_a_built_one_has(tmp_path):
     assert (restored.name, restored.initializer.name, restored.value().name,
             restored.initial_value.name, restored.trainable) == \
         ("v:0", "v/Assign", "v/read:0", "v/initial_value:0", True)
+
+
+def test_saved_files_get_the_permissions_of_any_new_file(tmp_path):
+    with tf.Graph().as_default() as g:
+        tf.constant(np.arange(5000, dtype=np.float32), name="big")
+    tf.save_graph(g, str(tmp_path / "g.json"))
+    plain = tmp_path / "plain"
+    plain.write_text("x")
+    for name in ("g.json", "g.json.npz"):
+        assert (tmp_path / name).stat().st_mode == plain.stat().st_mode

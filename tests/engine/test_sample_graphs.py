@@ -56,3 +56,17 @@ def test_mlp_sample_trains_after_import():
 def test_scale_builder_reaches_requested_size():
     g = build_samples.scale(2000)
     assert 2000 <= len(g.get_operations()) < 2100
+
+
+@pytest.mark.parametrize("name", ["digits_mlp_frozen.json", "digits_cnn_frozen.json"])
+def test_frozen_digits_models_classify_the_held_out_split(name):
+    """The frozen graphs (build_frozen.py) hold only constants and run by tensor names."""
+    import digits
+    graph = tf.load_graph(str(SAMPLES / name))
+    assert not [op for op in graph.get_operations() if op.type.startswith("Variable")]
+    test = digits.read_data_sets(0).test
+    with tf.Session(graph=graph) as sess:
+        probabilities = sess.run("probabilities:0", {"images:0": test.images})
+    assert probabilities.shape == (len(test.images), 10)
+    np.testing.assert_allclose(probabilities.sum(axis=1), 1.0, rtol=1e-5)
+    assert (probabilities.argmax(axis=1) == test.labels).mean() >= 0.97
