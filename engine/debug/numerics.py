@@ -1,8 +1,6 @@
-"""ConfigProto(check_numerics=True): the session hands the executor a CheckedStepStats, whose
-checker looks at every float output right after its op ran. The first op (in execution order
-within a partition, by end time across partitions) whose output holds a NaN or Inf stops the
-step; the session records it as an alert (with its inputs' statistics and creation site)
-and raises the InvalidArgumentError that names it."""
+"""ConfigProto(check_numerics=True): a checker sees every float output as its op ends; the first
+op (in schedule order, by end time across partitions) whose output holds a NaN or Inf stops
+the step, becomes an alert (inputs' statistics, creation site) and the error that names it."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
-"""Summary ops (ScalarSummary, HistogramSummary, ImageSummary, TensorSummaryV2, MergeSummary):
-each outputs a string scalar holding a serialized summary (engine/summary/proto.py), as
-TF1's do. The tf.summary builders (scalar, histogram, image, text, tensor_summary, merge,
-merge_all) live here too; engine/summary re-exports them."""
+"""Summary ops (ScalarSummary, HistogramSummary, ImageSummary, TensorSummaryV2, MergeSummary),
+each outputting a string scalar that holds a serialized summary, as TF1's do, and their
+tf.summary builders (scalar ... merge_all), which engine/summary re-exports."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
-"""Reads the PNG payloads of hand-built image summaries (`tf.Summary.Image(
-encoded_image_string=<png bytes>)`): 8- or 16-bit, non-interlaced gray, RGB, palette,
-gray+alpha and RGBA images become uint8 (height, width, 1|3|4) arrays. Standard library and
-numpy only."""
+"""Reads the PNG payloads of hand-built image summaries (tf.Summary.Image(encoded_image_string=
+png)): 8- or 16-bit non-interlaced gray, RGB, palette, gray+alpha and RGBA images become
+uint8 (height, width, 1|3|4) arrays."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
-"""tf.Summary (with Summary.Value and Summary.Image), tf.HistogramProto, tf.SummaryMetadata and
-tf.SessionLog as plain classes with TF's field names, and the bytes a summary op outputs:
-UTF-8 JSON with arrays as base64 `.npy` payloads (read back with allow_pickle=False). This
-is our own format, not TF's protobuf wire format; nothing here ever unpickles."""
+"""tf.Summary (Value, Image), tf.HistogramProto, tf.SummaryMetadata and tf.SessionLog with TF's
+field names, and the bytes summary ops output: our own UTF-8 JSON with arrays as base64 .npy
+(read with allow_pickle=False), not TF's protobuf wire format."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
-"""tf.summary.FileWriter and FileWriterCache: summaries, graphs, run metadata and session logs
-go into the run store (engine.record.RunWriter) with the run folder at `logdir` itself. A
-FileWriter given a graph attaches its run to that graph, so a Session on the graph without a
-logdir of its own records its placements, plans and steps there too."""
+"""tf.summary.FileWriter and FileWriterCache: summaries, graphs, run metadata and session logs go
+into the run store with the run folder at `logdir`; a FileWriter given a graph attaches its
+run to it, so a Session on that graph without a logdir records its steps there too."""
 
 from __future__ import annotations
 
