@@ -36,7 +36,7 @@ _FLOAT_BINARY = {"RealDiv": torch.div}
 _FLOAT_UNARY = {
     "Sigmoid": torch.sigmoid, "Tanh": torch.tanh, "Exp": torch.exp, "Log": torch.log,
     "Sqrt": torch.sqrt, "Reciprocal": torch.reciprocal, "Log1p": torch.log1p,
-    "Expm1": torch.expm1, "Rsqrt": torch.rsqrt,
+    "Expm1": torch.expm1, "Rsqrt": torch.rsqrt, "Sin": torch.sin, "Cos": torch.cos,
 }
 # torch has no complex kernels for these (TF's Erf is real-only too).
 _REAL_FLOAT_UNARY = {

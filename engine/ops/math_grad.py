@@ -39,6 +39,14 @@ def _const(value, like):
 
 # -- unary functions -------------------------------------------------------------------------
 
+def _sin_grad(op, grad):
+    return [M.multiply(grad, M.cos(op.inputs[0]))]
+
+
+def _cos_grad(op, grad):
+    return [M.negative(M.multiply(grad, M.sin(op.inputs[0])))]
+
+
 def _log1p_grad(op, grad):
     x = op.inputs[0]
     return [M.multiply(grad, M.reciprocal(M.add(_const(1, x), x)))]
@@ -220,6 +228,7 @@ def _cumprod_grad(op, grad):
 
 
 GRADIENTS: dict = {
+    "Sin": _sin_grad, "Cos": _cos_grad,
     "Log1p": _log1p_grad, "Expm1": _expm1_grad, "Erf": _erf_grad, "Rsqrt": _rsqrt_grad,
     "RsqrtGrad": _rsqrt_grad_grad, "Sign": _sign_grad,
     "Floor": _no_gradient, "Ceil": _no_gradient, "Round": _no_gradient, "Rint": _no_gradient,

@@ -51,6 +51,8 @@ __all__ = [
     "less_equal",
     "log",
     "log1p",
+    "sin",
+    "cos",
     "logical_and",
     "logical_not",
     "logical_or",
@@ -208,7 +210,7 @@ for _name in ("Neg", "Square", "Abs"):
     register_op(_name, _unary_infer)
 for _name in ("Sigmoid", "Tanh", "Exp", "Log", "Sqrt", "Reciprocal"):
     register_op(_name, _float_unary_infer)
-for _name in ("Log1p", "Expm1", "Rsqrt"):
+for _name in ("Log1p", "Expm1", "Rsqrt", "Sin", "Cos"):
     register_op(_name, _typed(_unary_infer, TF_FLOATS + TF_COMPLEX))
 for _name in ("Floor", "Ceil", "Rint", "Erf"):
     register_op(_name, _typed(_unary_infer, TF_FLOATS))
@@ -477,6 +479,14 @@ def expm1(x, name=None):
 
 def log(x, name=None):
     return _unary("Log", x, name)
+
+
+def sin(x, name=None):
+    return _unary("Sin", x, name)
+
+
+def cos(x, name=None):
+    return _unary("Cos", x, name)
 
 
 def log1p(x, name=None):

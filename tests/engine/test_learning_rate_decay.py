@@ -11,15 +11,11 @@ import pytest
 import training_programs as programs
 
 import engine as tf
-from engine.ops.registry import is_registered
 
 TF = json.loads(programs.REFERENCE.read_text())["schedules"]
-NEEDS_COS = pytest.mark.skipif(not is_registered("Cos"),
-                               reason="cosine_decay needs the Cos op (math family)")
 
 
-@pytest.mark.parametrize("case", [pytest.param(c, marks=NEEDS_COS) if c.startswith("cosine")
-                                  else c for c in sorted(programs.SCHEDULES)])
+@pytest.mark.parametrize("case", sorted(programs.SCHEDULES))
 def test_schedule_matches_tensorflow(case):
     got = programs.run_schedule(tf, case)
     np.testing.assert_allclose(got, TF[case], rtol=1e-6, atol=1e-9)

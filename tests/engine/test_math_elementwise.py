@@ -30,6 +30,8 @@ _erf = np.vectorize(math.erf)
 UNARY_FLOAT = {
     "Log1p": (tf.log1p, np.log1p, (-0.9, 4.0)),
     "Expm1": (tf.expm1, np.expm1, (-3.0, 3.0)),
+    "Sin": (tf.sin, np.sin, (-4.0, 4.0)),
+    "Cos": (tf.cos, np.cos, (-4.0, 4.0)),
     "Rsqrt": (tf.rsqrt, lambda x: 1 / np.sqrt(x), (0.1, 9.0)),
     "Erf": (tf.erf, _erf, (-3.0, 3.0)),
     "Floor": (tf.floor, np.floor, (-4.0, 4.0)),

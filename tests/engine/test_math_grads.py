@@ -21,6 +21,8 @@ import engine as tf
 UNARY = {
     "Log1p": (tf.log1p, torch.log1p, (-0.8, 3.0)),
     "Expm1": (tf.expm1, torch.expm1, (-2.0, 2.0)),
+    "Sin": (tf.sin, torch.sin, (-3.0, 3.0)),
+    "Cos": (tf.cos, torch.cos, (-3.0, 3.0)),
     "Erf": (tf.erf, torch.erf, (-2.0, 2.0)),
     "Rsqrt": (tf.rsqrt, torch.rsqrt, (0.2, 3.0)),
 }
