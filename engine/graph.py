@@ -210,6 +210,11 @@ class Graph:
     def finalize(self) -> None:
         self._finalized = True
 
+    def _unsafe_unfinalize(self) -> None:
+        """TF's escape hatch for MonitoredSession, which finalizes the graph while it starts
+        and must leave it as it was when starting fails."""
+        self._finalized = False
+
     @property
     def seed(self) -> int | None:
         """The graph-level random seed (tf.set_random_seed); random ops derive theirs from it."""

@@ -285,7 +285,7 @@ class _MonitoredSession:
     def _unfinalize(self) -> None:
         if not self._graph_was_finalized:
             # TF's _unsafe_unfinalize: the graph takes new ops again after the close.
-            self._graph._finalized = False
+            self._graph._unsafe_unfinalize()
 
     def _is_closed(self) -> bool:
         return self._coordinated_creator.tf_sess is None
