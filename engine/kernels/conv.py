@@ -54,6 +54,15 @@ def _fake(like: torch.Tensor, shape) -> torch.Tensor:
     return like.new_empty(1).expand(*shape)
 
 
+def _fake_input(like: torch.Tensor, shape, window: windows.Window) -> torch.Tensor:
+    """The input operand (NCHW `shape`) for an input gradient: uninitialised, laid out as a
+    real input in the window's data format. torch picks the layout it computes in from the
+    input; a stride-0 fake reads as NCHW, so an NHWC step would convert dy and the gradient
+    (~30% slower)."""
+    n, c, h, w = shape
+    return _to_nchw(like.new_empty((n, c, h, w) if window.nchw else (n, h, w, c)), window)
+
+
 def _unimplemented(node, message: str):
     return errors.UnimplementedError(node, None, f"{message} (node '{node.name}')")
 
@@ -143,7 +152,7 @@ def _conv_backprop_input(window, weight_of, groups_of):
                                           in_hw[1] + left + right]
         padding = (top, left) if symmetric else (0, 0)
         grad = torch.ops.aten.convolution_backward(
-            dyt, _fake(dyt, padded), weight_of(w), None, window.strides, padding,
+            dyt, _fake_input(dyt, padded, window), weight_of(w), None, window.strides, padding,
             window.dilations, False, [0, 0], groups, [True, False, False])[0]
         if not symmetric:
             grad = _crop(grad, dims, in_hw)

@@ -5,6 +5,7 @@ by term, so float32 rounding matches closely."""
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 from engine.kernels.registry import CPU_FLOAT, GPU_FLOAT, kernel
@@ -27,19 +28,62 @@ def apply_momentum(node, ctx):
     return run
 
 
+# Host dtypes whose scalar arithmetic numpy rounds as TF's Eigen scalars do (bfloat16 has none).
+_NUMPY_SCALARS = {torch.float16: np.float16, torch.float32: np.float32,
+                  torch.float64: np.float64}
+
+
+def _host_scalars(*values: torch.Tensor):
+    """The 0-d hyper-parameters as numpy scalars of their own dtype when all sit in host
+    memory: numpy's scalar arithmetic costs far less than a torch call per term, and rounds
+    as TF's scalar T arithmetic does. None when one is on a device (reading it would wait
+    for the device) or has no numpy twin; the caller then keeps the 0-d tensors."""
+    out = []
+    for v in values:
+        numpy_scalar = _NUMPY_SCALARS.get(v.dtype)
+        if numpy_scalar is None or not v.is_cpu:
+            return None
+        out.append(numpy_scalar(v.item()))
+    return out
+
+
+def _adam_scalars(beta1_power, beta2_power, lr, beta1, beta2):
+    """(alpha, 1 - beta1, 1 - beta2), each term as TF's functor rounds it: Python floats
+    from the host (a value of the dtype is exact as a double, and torch passes a Python
+    number to its kernels without a tensor of its own), else 0-d tensors on the device."""
+    host = _host_scalars(beta1_power, beta2_power, lr, beta1, beta2)
+    b1p, b2p, lr, b1, b2 = host or (beta1_power, beta2_power, lr, beta1, beta2)
+    sqrt = np.sqrt if host else torch.sqrt
+    scalars = (lr * sqrt(1 - b2p) / (1 - b1p), 1 - b1, 1 - b2)
+    return [float(s) for s in scalars] if host else scalars
+
+
+def _sub_ratio(w: torch.Tensor, numerator: torch.Tensor, alpha, denom: torch.Tensor) -> None:
+    """w -= (numerator * alpha) / denom. A host alpha allows one fused addcdiv_, which
+    rounds alpha * (numerator / denom) instead, within an ulp or two of TF; a device alpha
+    is a tensor, which addcdiv_ does not take."""
+    if isinstance(alpha, float):
+        w.addcdiv_(numerator, denom, value=-alpha)
+    else:
+        w.sub_(numerator.mul(alpha).div_(denom))
+
+
 @kernel("ApplyAdam", **_TYPES)
 def apply_adam(node, ctx):
+    """m += (g - m) * (1 - beta1) and v += (g^2 - v) * (1 - beta2) are in-place lerps: the
+    same expression in one fused call each (torch may contract it to a fused multiply-add,
+    and computes end - (end - m) * (1 - weight) for weights of 0.5 and more)."""
     nesterov = bool(node.attr.get("use_nesterov", False))
 
     def run(var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad):
         w, m_, v_ = var.read(), m.read(), v.read()
-        alpha = lr * torch.sqrt(1 - beta2_power) / (1 - beta1_power)
-        m_.add_((grad - m_) * (1 - beta1))
-        v_.add_((grad.square() - v_) * (1 - beta2))
-        if nesterov:
-            w.sub_(((grad * (1 - beta1) + m_ * beta1) * alpha) / (v_.sqrt() + epsilon))
-        else:
-            w.sub_((m_ * alpha) / (v_.sqrt() + epsilon))
+        alpha, one_minus_beta1, one_minus_beta2 = _adam_scalars(
+            beta1_power, beta2_power, lr, beta1, beta2)
+        m_.lerp_(grad, one_minus_beta1)
+        v_.lerp_(grad.square(), one_minus_beta2)
+        denom = v_.sqrt().add_(epsilon)
+        numerator = (grad * one_minus_beta1).add_(m_ * beta1) if nesterov else m_
+        _sub_ratio(w, numerator, alpha, denom)
         return var
     return run
 

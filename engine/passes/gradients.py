@@ -164,7 +164,7 @@ def gradients(ys, xs, grad_ys=None, name: str = "gradients",
             for t, total in zip(op.outputs, out_grads):
                 if total is not None:
                     grads[t] = [total]
-            in_grads = _backprop_op(g, op, out_grads, x_ops, stop_ops,
+            in_grads = _backprop_op(g, op, out_grads, x_ops, between, stop_ops,
                                     colocate_gradients_with_ops, gate_gradients)
             for t, gi in zip(op.inputs, in_grads):
                 if gi is not None:
@@ -176,7 +176,8 @@ def gradients(ys, xs, grad_ys=None, name: str = "gradients",
         return [_aggregate(grads.get(x, []), aggregation_method, x.op) for x in xs]
 
 
-def _backprop_op(g, op: Operation, out_grads, x_ops, stop_ops, colocate: bool, gate: bool):
+def _backprop_op(g, op: Operation, out_grads, x_ops, between, stop_ops, colocate: bool,
+                 gate: bool):
     """Runs op's gradient rule in scope `<op>_grad`; [None]*inputs when nothing flows."""
     nothing = [None] * len(op.inputs)
     if op in stop_ops or all(gr is None for gr in out_grads):
@@ -196,9 +197,19 @@ def _backprop_op(g, op: Operation, out_grads, x_ops, stop_ops, colocate: bool, g
         if len(in_grads) != len(op.inputs):
             raise ValueError(f"Num gradients {len(in_grads)} generated for op {op.name} "
                              f"({op.type}) do not match num inputs {len(op.inputs)}")
+        in_grads = _needed(op, in_grads, between)
         if gate and sum(1 for x in in_grads if x is not None) > 1:
             in_grads = gate_tuple(in_grads)
     return in_grads
+
+
+def _needed(op: Operation, in_grads: list, between) -> list:
+    """Drops the gradients of inputs that lead back to no x (the images placeholder under a
+    first convolution, say). Nothing reads them, but gate_gradients' tuple() would make the
+    step wait for them, so their ops (a Conv2DBackpropInput) would run every step. TF itself
+    gates and so computes them; the values asked for are the same either way, only the
+    unneeded ops stay unrun (the session prunes them)."""
+    return [gr if t.op in between else None for t, gr in zip(op.inputs, in_grads)]
 
 
 def _zeros_for(op: Operation, index: int):
