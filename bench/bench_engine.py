@@ -67,7 +67,10 @@ def mlp_data(seed=0):
     return x, y, weights
 
 
-def mlp_engine(virtual_gpus: int):
+def mlp_engine(virtual_gpus: int, config=None, logdir: str | None = None,
+               run_name: str | None = None):
+    """The MLP step on CPU (or CPU + 2 virtual GPUs); `config`, `logdir` and `run_name` go to
+    the Session (bench_recording records it)."""
     x_np, y_np, weights = mlp_data()
     g = tf.Graph()
     devices = ("/cpu:0", "/gpu:0", "/gpu:1") if virtual_gpus else ("/cpu:0",) * 3
@@ -84,7 +87,8 @@ def mlp_engine(virtual_gpus: int):
                     h = tf.nn.relu(h)
         loss = tf.reduce_mean(tf.nn.softmax_cross_entropy_with_logits_v2(labels=y, logits=h))
         train = tf.train.GradientDescentOptimizer(0.1).minimize(loss)
-        sess = tf.Session(graph=g, config=tf.ConfigProto(virtual_gpus=virtual_gpus))
+        sess = tf.Session(graph=g, config=config or tf.ConfigProto(virtual_gpus=virtual_gpus),
+                          logdir=logdir, run_name=run_name)
         sess.run(tf.global_variables_initializer())
     return lambda: sess.run([train, loss], {x: x_np, y: y_np}), sess
 

@@ -15,9 +15,8 @@ import statistics
 import tempfile
 import time
 
-import numpy as np
 import torch
-from bench_engine import mlp_data
+from bench_engine import mlp_engine
 
 import engine as tf
 
@@ -26,28 +25,9 @@ TRACE_EVERY = 100
 
 
 def mlp_session(virtual_gpus: int, logdir: str | None):
-    x_np, y_np, weights = mlp_data()
-    g = tf.Graph()
-    devices = ("/cpu:0", "/gpu:0", "/gpu:1") if virtual_gpus else ("/cpu:0",) * 3
-    with g.as_default():
-        x = tf.placeholder(tf.float32, [None, 64])
-        y = tf.placeholder(tf.float32, [None, 10])
-        h = x
-        for i, (w0, dev) in enumerate(zip(weights, devices)):
-            with tf.device(dev):
-                w = tf.Variable(w0)
-                b = tf.Variable(np.zeros(w0.shape[1], np.float32))
-                h = tf.matmul(h, w) + b
-                if i < 2:
-                    h = tf.nn.relu(h)
-        loss = tf.reduce_mean(tf.nn.softmax_cross_entropy_with_logits_v2(labels=y, logits=h))
-        train = tf.train.GradientDescentOptimizer(0.1).minimize(loss)
-        config = tf.ConfigProto(virtual_gpus=virtual_gpus, trace_every_n_steps=TRACE_EVERY)
-        sess = tf.Session(graph=g, config=config, logdir=logdir,
-                          run_name=None if logdir is None else f"bench-{virtual_gpus}gpu")
-        sess.run(tf.global_variables_initializer())
-    feeds = {x: x_np, y: y_np}
-    return (lambda: sess.run([train, loss], feeds)), sess
+    config = tf.ConfigProto(virtual_gpus=virtual_gpus, trace_every_n_steps=TRACE_EVERY)
+    return mlp_engine(virtual_gpus, config, logdir,
+                      None if logdir is None else f"bench-{virtual_gpus}gpu")
 
 
 def per_step_seconds(step) -> float:

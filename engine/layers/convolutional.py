@@ -60,15 +60,7 @@ class _Conv2DBase(Layer):
         if input_dim is None:
             raise ValueError("The channel dimension of the inputs should be defined. Found "
                              "`None`.")
-        self.kernel = self.add_weight("kernel", shape=self._kernel_shape(input_dim),
-                                      initializer=self.kernel_initializer,
-                                      regularizer=self.kernel_regularizer,
-                                      constraint=self.kernel_constraint, dtype=self.dtype)
-        if self.use_bias:
-            self.bias = self.add_weight("bias", shape=[self.filters],
-                                        initializer=self.bias_initializer,
-                                        regularizer=self.bias_regularizer,
-                                        constraint=self.bias_constraint, dtype=self.dtype)
+        utils.add_kernel_and_bias(self, self._kernel_shape(input_dim), self.filters)
         self.built = True
 
     def _finish(self, outputs):

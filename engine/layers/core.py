@@ -39,15 +39,7 @@ class Dense(Layer):
         if input_shape.ndims is None or input_shape[-1] is None:
             raise ValueError("The last dimension of the inputs to `Dense` should be defined. "
                              "Found `None`.")
-        self.kernel = self.add_weight("kernel", shape=[input_shape[-1], self.units],
-                                      initializer=self.kernel_initializer,
-                                      regularizer=self.kernel_regularizer,
-                                      constraint=self.kernel_constraint, dtype=self.dtype)
-        if self.use_bias:
-            self.bias = self.add_weight("bias", shape=[self.units],
-                                        initializer=self.bias_initializer,
-                                        regularizer=self.bias_regularizer,
-                                        constraint=self.bias_constraint, dtype=self.dtype)
+        utils.add_kernel_and_bias(self, [input_shape[-1], self.units], self.units)
         self.built = True
 
     def call(self, inputs):

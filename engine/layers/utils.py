@@ -82,3 +82,16 @@ def smart_select(pred, true_fn, false_fn):
     if known is False:
         return false_fn()
     return select(pred, true_fn(), false_fn())
+
+
+def add_kernel_and_bias(layer, kernel_shape, units: int) -> None:
+    """The `kernel` (and, with use_bias, the `[units]` `bias`) weights of Dense and the conv
+    layers, from the layer's own initializer, regularizer and constraint attributes."""
+    layer.kernel = layer.add_weight("kernel", shape=kernel_shape,
+                                    initializer=layer.kernel_initializer,
+                                    regularizer=layer.kernel_regularizer,
+                                    constraint=layer.kernel_constraint, dtype=layer.dtype)
+    if layer.use_bias:
+        layer.bias = layer.add_weight("bias", shape=[units], initializer=layer.bias_initializer,
+                                      regularizer=layer.bias_regularizer,
+                                      constraint=layer.bias_constraint, dtype=layer.dtype)
