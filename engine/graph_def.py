@@ -188,19 +188,57 @@ def topological_order(nodes: list[NodeDef]) -> list[NodeDef]:
 
 
 def _cycle_members(stuck: list[NodeDef]) -> list[NodeDef]:
-    """Nodes left after Kahn's algorithm include downstream ones; keep those that can reach
-    themselves, i.e. the cycle itself."""
+    """Nodes left after Kahn's algorithm include the ones downstream of a cycle; keep those on
+    one: the members of strongly connected components with more than one node, or with a self
+    loop (Tarjan's algorithm, iterative, so linear in the graph and safe for deep chains)."""
     names = {n.name for n in stuck}
-    preds = {n.name: {parse_input(i)[0] for i in n.input} & names for n in stuck}
-    changed = True
-    while changed:
-        changed = False
-        for name in list(names):
-            if not any(name in preds[other] for other in names if other != name) \
-                    and name not in preds[name]:
-                names.discard(name)
-                changed = True
-    return [n for n in stuck if n.name in names]
+    preds = {n.name: [p for p in dict.fromkeys(parse_input(i)[0] for i in n.input) if p in names]
+             for n in stuck}
+    on_cycle = set()
+    for component in _strongly_connected_components(list(preds), preds):
+        if len(component) > 1 or component[0] in preds[component[0]]:
+            on_cycle.update(component)
+    return [n for n in stuck if n.name in on_cycle]
+
+
+def _strongly_connected_components(vertices: list[str], edges: dict[str, list[str]]):
+    """Tarjan's SCCs of the graph vertex -> edges[vertex], with an explicit stack."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    for root in vertices:
+        if root in index:
+            continue
+        work = [(root, iter(edges[root]))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            vertex, successors = work[-1]
+            for succ in successors:
+                if succ not in index:
+                    index[succ] = low[succ] = len(index)
+                    stack.append(succ)
+                    on_stack.add(succ)
+                    work.append((succ, iter(edges[succ])))
+                    break
+                if succ in on_stack:
+                    low[vertex] = min(low[vertex], index[succ])
+            else:
+                work.pop()
+                if work:
+                    parent = work[-1][0]
+                    low[parent] = min(low[parent], low[vertex])
+                if low[vertex] == index[vertex]:
+                    component = []
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        component.append(member)
+                        if member == vertex:
+                            break
+                    yield component
 
 
 def import_graph_def(graph_def: GraphDef, input_map=None, return_elements=None, name=None,

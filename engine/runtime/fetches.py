@@ -101,6 +101,13 @@ def feed_value(tensor: Tensor, value) -> torch.Tensor | np.ndarray:
     except (TypeError, ValueError) as e:
         raise TypeError(f"Cannot feed value of type {type(value).__name__} for Tensor "
                         f"'{tensor.name}' of dtype {dtype.name}: {e}") from None
+    except OverflowError:
+        # Python ints that do not fit; numpy arrays of a wider dtype are cast (and wrap) as
+        # TF casts them.
+        info = np.iinfo(dtype.numpy_dtype) if dtype.is_integer else None
+        bounds = f" [{info.min}, {info.max}]" if info is not None else ""
+        raise ValueError(f"Cannot feed value {value!r} for Tensor '{tensor.name}' of dtype "
+                         f"{dtype.name}: out of its range{bounds}") from None
     if dtype.is_integer and np.asarray(value).dtype.kind == "f":
         raise TypeError(f"Cannot feed floating-point values to Tensor '{tensor.name}' of dtype "
                         f"{dtype.name}; cast them first.")

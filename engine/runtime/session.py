@@ -20,7 +20,7 @@ from engine.graph import Graph, get_default_graph
 from engine.kernels.state import VariableStore
 from engine.passes.place import Placement, place
 from engine.runtime import recording
-from engine.runtime.config import ConfigProto, RunOptions
+from engine.runtime.config import ConfigProto, RunMetadata, RunOptions
 from engine.runtime.executor import OOM_HINT
 from engine.runtime.fetches import FetchStructure, feed_value, resolve_feeds, to_numpy
 from engine.runtime.plan import Plan, PlanKey, StepControl
@@ -102,8 +102,13 @@ class Session:
             run_metadata=None):
         if self._closed:
             raise RuntimeError("Attempted to use a closed Session.")
+        _check_run_arguments(options, run_metadata)
         structure = FetchStructure(self._graph, fetches)
         feeds = resolve_feeds(self._graph, feed_dict)
+        if not structure.tensors and not structure.targets:
+            for tensor, value in feeds:     # TF still checks the feeds, then runs nothing
+                feed_value(tensor, value)
+            return structure.rebuild([])
         with self._lock:
             self._follow_graph_writer()
             plan = self._plan_for(structure, feeds)
@@ -334,6 +339,15 @@ def _apply_process_settings(config: ConfigProto, devices):
         for undo in reversed(restores):
             undo()
     return restore
+
+
+def _check_run_arguments(options, run_metadata) -> None:
+    if options is not None and not isinstance(options, RunOptions):
+        raise TypeError(f"Session.run(options=...) takes a tf.RunOptions, got "
+                        f"{type(options).__name__} {options!r}")
+    if run_metadata is not None and not isinstance(run_metadata, RunMetadata):
+        raise TypeError(f"Session.run(run_metadata=...) takes a tf.RunMetadata, got "
+                        f"{type(run_metadata).__name__} {run_metadata!r}")
 
 
 def _session_stack() -> list:

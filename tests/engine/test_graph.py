@@ -229,3 +229,18 @@ def test_graph_text_form(g):
         tf.identity(a, name="b")
     assert g.as_graph_def().to_text() == (
         "a = Const()\nb = Identity(a) @ /device:CPU:0\n")
+
+
+def test_cycles_are_named_without_the_nodes_downstream_of_them():
+    """Two cycles (a<->b and a self loop) behind and beside a 5,000-node chain: the error names
+    exactly the cycles' members (Tarjan's SCCs; the old pairwise rescan hung at 2,000)."""
+    from engine.graph_def import NodeDef, topological_order
+    nodes = [NodeDef("a", "NoOp", ["^b"]), NodeDef("b", "NoOp", ["^a"])]
+    previous = "b"
+    for i in range(5000):
+        nodes.append(NodeDef(f"c{i}", "NoOp", [f"^{previous}"]))
+        previous = f"c{i}"
+    nodes += [NodeDef("loop", "NoOp", ["^loop", "^c10"]), NodeDef("after", "NoOp", ["^loop"])]
+    with pytest.raises(errors.InvalidArgumentError,
+                       match=r"cycle through nodes: a, b, loop\. Dataflow"):
+        topological_order(nodes)

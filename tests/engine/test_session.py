@@ -225,3 +225,43 @@ def test_session_records_graph_placement_partitions_and_steps(g, tmp_path):
     assert steps_.tolist() == [0, 1, 2]
     np.testing.assert_allclose(values, [1.0, 0.5, 1 / 3])
     assert len(reader.devices()) == 3
+
+
+def test_empty_fetches_return_their_structure_without_running():
+    """TF 2.21: sess.run([]), run({}), run(()) give [], {}, (); the feeds are still checked."""
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.placeholder(tf.float32, [2], name="x")
+        with tf.Session(graph=g) as sess:
+            assert sess.run([]) == [] and sess.run({}) == {} and sess.run(()) == ()
+            assert sess.run({"a": [], "b": ()}) == {"a": [], "b": ()}
+            with pytest.raises(ValueError, match="shape"):
+                sess.run([], {x: [1.0, 2.0, 3.0]})
+
+
+@pytest.mark.parametrize("kwargs, name", [({"options": "fast"}, "options"),
+                                          ({"run_metadata": 5}, "run_metadata"),
+                                          ({"options": tf.RunMetadata()}, "options")])
+def test_run_arguments_of_the_wrong_type_are_named(kwargs, name):
+    g = tf.Graph()
+    with g.as_default():
+        y = tf.constant(1.0) + 1.0
+        with tf.Session(graph=g) as sess, pytest.raises(TypeError, match=rf"run\({name}="):
+            sess.run(y, **kwargs)
+
+
+def test_python_ints_that_overflow_the_feed_dtype_name_the_tensor():
+    """TF 2.21 wraps a fed 300 into int8 silently (giving 44); here a Python int that does not
+    fit is refused, naming the tensor and the range. A numpy array of a wider dtype is cast
+    (and wraps) as TF casts it."""
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.placeholder(tf.int8, [None], name="x")
+        y = x + 1
+        with tf.Session(graph=g) as sess:
+            for bad in ([300], [2 ** 40], -129):
+                with pytest.raises(ValueError, match=r"Tensor 'x:0' of dtype int8: out of its "
+                                                     r"range \[-128, 127\]"):
+                    sess.run(y, {x: bad})
+            np.testing.assert_array_equal(sess.run(y, {x: np.array([300])}), [45])
+            np.testing.assert_array_equal(sess.run(y, {x: [127, -128]}), [-128, -127])
