@@ -5,6 +5,7 @@ calls and works while a writer is live (WAL) or after the writing process was ki
 from __future__ import annotations
 
 import errno
+import functools
 import json
 import os
 import sqlite3
@@ -48,7 +49,36 @@ if TYPE_CHECKING:
 
 
 class RunStoreError(ValueError):
-    """A folder is not a run store this reader can read; the message names the path."""
+    """A folder is not a run store this reader can read, or a record in it is damaged; the
+    message names the path and what is wrong."""
+
+
+class RunStoreKeyError(RunStoreError, KeyError):
+    """The run has no such tag, step, ...: a lookup miss, not damage (still a KeyError, as a
+    mapping's miss is)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+class RunReaderUsageError(ValueError):
+    """The caller asked something malformed (a negative limit, a closed reader)."""
+
+
+def _damage_is_a_store_error(query):
+    """A damaged row (bad JSON or UTF-8, a missing field, a wrong type) is the run's fault,
+    never the caller's: whatever decoding it trips over, the query raises RunStoreError naming
+    the database and what was wrong."""
+    @functools.wraps(query)
+    def guarded(self, *args, **kwargs):
+        try:
+            return query(self, *args, **kwargs)
+        except (RunStoreError, RunReaderUsageError):
+            raise
+        except (ValueError, TypeError, KeyError, IndexError, AttributeError) as exc:
+            raise RunStoreError(f"{self._db}: damaged record in {query.__name__}() "
+                                f"({type(exc).__name__}: {exc})") from exc
+    return guarded
 
 
 class RunReader:
@@ -58,10 +88,13 @@ class RunReader:
         self._dir = Path(run_dir)
         self._db = self._dir / DATABASE_NAME
         self._closed = False
-        if not self._dir.is_dir():
-            raise RunStoreError(f"{self._dir}: not a run store (no such folder)")
-        if not self._db.is_file():
-            raise RunStoreError(f"{self._dir}: not a run store (no {DATABASE_NAME})")
+        try:
+            if not self._dir.is_dir():
+                raise RunStoreError(f"{self._dir}: not a run store (no such folder)")
+            if not self._db.is_file():
+                raise RunStoreError(f"{self._dir}: not a run store (no {DATABASE_NAME})")
+        except OSError as exc:     # e.g. PermissionError on a folder we may not enter
+            raise RunStoreError(f"{self._dir}: cannot read: {exc}") from exc
         with self._connect() as conn:
             _check_version(self._db, _read_meta(self._db, conn))
 
@@ -300,7 +333,7 @@ class RunReader:
         (partitions, cut edges) or of a step (op stats, transfers) are summarised in that
         plan's or step's event rather than listed one by one."""
         if limit < 0:
-            raise ValueError(f"limit must be >= 0, got {limit}")
+            raise RunReaderUsageError(f"limit must be >= 0, got {limit}")
         found: list[tuple[int, float, str, str]] = []
         with self._connect() as conn:
             for kind, (query, summary) in _EVENT_QUERIES.items():
@@ -317,7 +350,7 @@ class RunReader:
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
         if self._closed:
-            raise ValueError(f"RunReader {self._dir} is closed")
+            raise RunReaderUsageError(f"RunReader {self._dir} is closed")
         try:
             conn = store.connect_read_only(self._db)
         except sqlite3.Error as exc:
@@ -335,7 +368,7 @@ class RunReader:
         row = conn.execute("SELECT id FROM tags WHERE kind = ? AND tag = ?", (kind, tag))
         found = row.fetchone()
         if found is None:
-            raise KeyError(f"no {kind} tag {tag!r} in run {self._dir}; known {kind} tags: "
+            raise RunStoreKeyError(f"no {kind} tag {tag!r} in run {self._dir}; known {kind} tags: "
                            f"{_tags(conn, kind)}")
         return found[0]
 
@@ -344,7 +377,7 @@ class RunReader:
         if row[0] is None:
             low, high = conn.execute("SELECT MIN(step), MAX(step) FROM steps").fetchone()
             known = "none" if low is None else f"{low}..{high}"
-            raise KeyError(f"no step {step} in run {self._dir}; recorded steps: {known}")
+            raise RunStoreKeyError(f"no step {step} in run {self._dir}; recorded steps: {known}")
         return row[0]
 
     def _blob(self, blob_id: str) -> np.ndarray:
@@ -357,7 +390,11 @@ class RunReader:
     def _unpack_text(self, body: str | None, blob: str | None) -> str:
         if blob is None:
             return body or ""
-        return self._blob(blob).tobytes().decode("utf-8")
+        try:
+            return self._blob(blob).tobytes().decode("utf-8")
+        except UnicodeDecodeError as exc:
+            path = store.blob_path(self._dir, blob)
+            raise RunStoreError(f"{path}: side file is not UTF-8 text ({exc})") from exc
 
     def _pixels(self, height: int, width: int, channels: int, data: bytes | None,
                 blob: str | None) -> np.ndarray:
@@ -375,6 +412,15 @@ class RunReader:
             edges, counts = np.split(packed, [(packed.size + 1) // 2])
         return HistogramRecord(tag, step, wall_time, tuple(edges.tolist()),
                                tuple(counts.tolist()), _nan(low), _nan(high), _nan(total), count)
+
+
+# Every query, so no damaged row escapes as a decoding error.
+_QUERIES = ("info", "tags", "histogram_tags", "text_tags", "scalars", "scalar_wall_times",
+            "histograms", "texts", "image_tags", "images", "tensor_summary_nodes",
+            "tensor_summaries", "alerts", "devices", "graph_versions", "graph", "placements",
+            "plans", "partitions", "cut_edges", "steps", "step_stats", "transfers", "events")
+for _name in _QUERIES:
+    setattr(RunReader, _name, _damage_is_a_store_error(getattr(RunReader, _name)))
 
 
 def list_runs(logdir: str | os.PathLike) -> list[RunInfo]:
