@@ -17,7 +17,7 @@ class VariableSlot:
     """`value` is the variable's live buffer (None until the first Assign). Kernels that
     update a variable write into `read()` in place; only Assign may replace the buffer."""
 
-    __slots__ = ("name", "device", "dtype", "shape", "value")
+    __slots__ = ("name", "device", "dtype", "shape", "value", "lock")
 
     def __init__(self, name: str, device: str, dtype, shape):
         self.name = name
@@ -25,6 +25,7 @@ class VariableSlot:
         self.dtype = dtype
         self.shape = shape
         self.value: torch.Tensor | None = None
+        self.lock = threading.Lock()      # held by updates whose use_locking attr is true
 
     def read(self) -> torch.Tensor:
         value = self.value
@@ -44,6 +45,20 @@ class VariableSlot:
             self.value = value.to(current.device, current.dtype, copy=True).contiguous()
         else:
             current.copy_(_unaliased(current, value))
+
+
+def honour_use_locking(node, update):
+    """TF's use_locking: an update op with the attr set holds its variable's lock (the ref is
+    the first argument), so concurrent locked updates are never lost. Without it updates may
+    race, as TF documents; Assign defaults to locking, AssignAdd/AssignSub and the Apply ops
+    do not."""
+    if not node.attr.get("use_locking", False):
+        return update
+
+    def locked(slot, *args):
+        with slot.lock:
+            return update(slot, *args)
+    return locked
 
 
 def _unaliased(buffer: torch.Tensor, value: torch.Tensor) -> torch.Tensor:
@@ -109,7 +124,7 @@ def assign(node, ctx):
             _check_shape(node, slot, value)
         slot.assign(value)
         return slot
-    return run
+    return honour_use_locking(node, run)
 
 
 @kernel("AssignAdd", CPU={"T": CPU_REAL}, GPU={"T": GPU_VARIABLE})
@@ -119,7 +134,7 @@ def assign_add(node, ctx):
         _check_same_size(node, buffer, value)
         buffer.add_(_unaliased(buffer, value))
         return slot
-    return run
+    return honour_use_locking(node, run)
 
 
 @kernel("AssignSub", CPU={"T": CPU_REAL}, GPU={"T": GPU_VARIABLE})
@@ -129,7 +144,7 @@ def assign_sub(node, ctx):
         _check_same_size(node, buffer, value)
         buffer.sub_(_unaliased(buffer, value))
         return slot
-    return run
+    return honour_use_locking(node, run)
 
 
 @kernel("ApplyGradientDescent", CPU={"T": CPU_REAL}, GPU={"T": GPU_FLOAT})
@@ -139,7 +154,7 @@ def apply_gradient_descent(node, ctx):
         _check_same_size(node, buffer, delta)
         buffer.sub_(alpha * delta)
         return slot
-    return run
+    return honour_use_locking(node, run)
 
 
 @kernel("NoOp", CPU={}, GPU={})

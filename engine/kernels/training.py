@@ -9,6 +9,7 @@ import numpy as np
 import torch
 
 from engine.kernels.registry import CPU_FLOAT, GPU_FLOAT, kernel
+from engine.kernels.state import honour_use_locking
 
 _TYPES = {"CPU": {"T": CPU_FLOAT}, "GPU": {"T": GPU_FLOAT}}
 
@@ -25,7 +26,7 @@ def apply_momentum(node, ctx):
         else:
             v.sub_(lr * a)
         return var
-    return run
+    return honour_use_locking(node, run)
 
 
 # Host dtypes whose scalar arithmetic numpy rounds as TF's Eigen scalars do (bfloat16 has none).
@@ -85,7 +86,7 @@ def apply_adam(node, ctx):
         numerator = (grad * one_minus_beta1).add_(m_ * beta1) if nesterov else m_
         _sub_ratio(w, numerator, alpha, denom)
         return var
-    return run
+    return honour_use_locking(node, run)
 
 
 @kernel("ApplyAdagrad", **_TYPES)
@@ -98,7 +99,7 @@ def apply_adagrad(node, ctx):
             a.add_(grad.square())
         var.read().sub_(grad * lr * a.rsqrt())
         return var
-    return run
+    return honour_use_locking(node, run)
 
 
 @kernel("ApplyRMSProp", **_TYPES)
@@ -109,7 +110,7 @@ def apply_rms_prop(node, ctx):
         mom_.mul_(momentum).add_((grad * lr) * (ms_ + epsilon).rsqrt())
         var.read().sub_(mom_)
         return var
-    return run
+    return honour_use_locking(node, run)
 
 
 @kernel("ApplyCenteredRMSProp", **_TYPES)
@@ -122,7 +123,7 @@ def apply_centered_rms_prop(node, ctx):
         mom_.mul_(momentum).add_((grad * lr) * denom.rsqrt())
         var.read().sub_(mom_)
         return var
-    return run
+    return honour_use_locking(node, run)
 
 
 @kernel("ApplyAdadelta", **_TYPES)
@@ -134,4 +135,4 @@ def apply_adadelta(node, ctx):
         var.read().sub_(update * lr)
         u.mul_(rho).add_(update.square() * (1 - rho))
         return var
-    return run
+    return honour_use_locking(node, run)
