@@ -64,3 +64,26 @@ def test_figure_has_one_bold_curve_per_run_and_faint_raw_curves():
     assert len(raw_only.data) == 2
     assert raw_only.data[0].y[-1] == pytest.approx(0.5)
     assert figure.layout.title.text == "loss"
+
+
+def _smooth_by_loop(values, weight):
+    """TensorBoard's definition, point by point: the reference for the vectorized one."""
+    out, last, seen = [], 0.0, 0
+    for value in values:
+        if not np.isfinite(value):
+            out.append(value)
+            continue
+        last = last * weight + (1.0 - weight) * value
+        seen += 1
+        out.append(last / (1.0 - weight ** seen))
+    return np.asarray(out)
+
+
+@pytest.mark.parametrize("weight", [0.0, 0.3, 0.6, 0.95, 0.999])
+def test_vectorized_smoothing_equals_the_point_by_point_definition(weight):
+    rng = np.random.default_rng(7)
+    values = rng.normal(size=2000).cumsum()
+    values[rng.choice(2000, 40, replace=False)] = np.nan
+    values[[3, 700, 1999]] = [np.inf, -np.inf, np.nan]
+    np.testing.assert_allclose(smooth(values, weight), _smooth_by_loop(values, weight),
+                               rtol=1e-9, atol=1e-9)
