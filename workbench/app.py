@@ -32,6 +32,15 @@ def _shell(logdir: str) -> html.Div:
     ])
 
 
+def _shown_logdir(logdir) -> str:
+    """The logdir relative to where the server started: pages never show the server's
+    absolute paths."""
+    try:
+        return os.path.relpath(os.path.abspath(logdir), os.getcwd())
+    except ValueError:          # another drive (Windows): the folder's own name
+        return Path(logdir).name
+
+
 def create_app(logdir: str | os.PathLike) -> dash.Dash:
     """The workbench for the runs in `logdir`; serve it with app.run(host, port)."""
     data.set_logdir(logdir)
@@ -42,5 +51,5 @@ def create_app(logdir: str | os.PathLike) -> dash.Dash:
         dash.register_page(page.__name__, path=page.PATH, name=page.NAME, title=f"{page.NAME} · "
                            f"{TITLE}", order=order, layout=page.layout)
         page.register_callbacks(app)
-    app.layout = _shell(str(logdir))
+    app.layout = _shell(_shown_logdir(logdir))
     return app

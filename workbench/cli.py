@@ -4,6 +4,7 @@ them. Binds 127.0.0.1 unless --host says otherwise."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -17,6 +18,12 @@ def _add_server_options(parser: argparse.ArgumentParser) -> None:
                         help=f"address to bind (default {DEFAULT_HOST}: this machine only)")
     parser.add_argument("--port", type=int, default=DEFAULT_PORT,
                         help=f"port (default {DEFAULT_PORT})")
+    parser.add_argument("--allow-host", action="append", default=[], metavar="NAME",
+                        help="also accept requests whose Host header is NAME (a reverse "
+                             "proxy's name); repeatable")
+    parser.add_argument("--auth-token", default=None,
+                        help="require this token on every request (default: the "
+                             "WORKBENCH_AUTH_TOKEN environment variable, else none)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -50,17 +57,19 @@ def url(host: str, port: int) -> str:
     return f"http://{shown}:{port}/"
 
 
-def serve(logdir: Path, host: str, port: int) -> int:
+def serve(logdir: Path, host: str, port: int, allowed_hosts=(), token: str | None = None) -> int:
     try:
         print(prepare_logdir(logdir), flush=True)
     except OSError as exc:
         print(f"workbench: error: {exc}", file=sys.stderr)
         return 2
     from workbench.app import create_app  # dash is imported only when serving
+    from workbench.serving import TOKEN_ENV, serve_wsgi
 
+    token = token or os.environ.get(TOKEN_ENV) or None
     app = create_app(logdir)
-    print(f"Workbench: {url(host, port)}", flush=True)
-    app.run(host=host, port=port, debug=False)
+    print(f"Workbench: {url(host, port)}{'?token=<your token>' if token else ''}", flush=True)
+    serve_wsgi(app.server, host, port, allowed_hosts, token)
     return 0
 
 
@@ -72,11 +81,11 @@ def demo(args: argparse.Namespace) -> int:
     print(f"Recorded {len(paths)} run(s) in {args.logdir}", flush=True)
     if args.no_serve:
         return 0
-    return serve(Path(args.logdir), args.host, args.port)
+    return serve(Path(args.logdir), args.host, args.port, args.allow_host, args.auth_token)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "serve":
-        return serve(Path(args.logdir), args.host, args.port)
+        return serve(Path(args.logdir), args.host, args.port, args.allow_host, args.auth_token)
     return demo(args)

@@ -18,9 +18,14 @@ from workbench.hooks import RunWriter, ScalarLogger, log_scalars
 
 @pytest.fixture
 def served(monkeypatch):
-    """Replaces Dash.run so serving returns at once with what it was asked to bind."""
+    """Replaces waitress.serve so serving returns at once with what it was asked to bind (and
+    whether the app it got is behind the request guard)."""
+    import waitress
+
+    from workbench.serving import RequestGuard
     calls = []
-    monkeypatch.setattr(dash.Dash, "run", lambda self, **kw: calls.append(kw))
+    monkeypatch.setattr(waitress, "serve", lambda app, **kw: calls.append(
+        {"host": kw["host"], "port": kw["port"], "guarded": isinstance(app, RequestGuard)}))
     return calls
 
 
@@ -31,7 +36,7 @@ def test_serve_creates_a_missing_logdir_and_prints_the_address(tmp_path, served,
     assert logdir.is_dir()
     assert "empty" in out
     assert "Workbench: http://127.0.0.1:8050/" in out
-    assert served == [{"host": "127.0.0.1", "port": 8050, "debug": False}]
+    assert served == [{"host": "127.0.0.1", "port": 8050, "guarded": True}]
 
 
 def test_serve_refuses_a_file_as_logdir(tmp_path, served, capsys):
@@ -64,7 +69,7 @@ def test_demo_records_then_serves_unless_told_not_to(tmp_path, served, monkeypat
     assert served == []
     assert cli.main(["demo", "--logdir", logdir, "--port", "9000"]) == 0
     assert asked[1] == {"logdir": logdir, "progress": True}
-    assert served == [{"host": "127.0.0.1", "port": 9000, "debug": False}]
+    assert served == [{"host": "127.0.0.1", "port": 9000, "guarded": True}]
     assert "Workbench: http://127.0.0.1:9000/" in capsys.readouterr().out
 
 
