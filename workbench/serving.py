@@ -16,20 +16,29 @@ TOKEN_COOKIE = "workbench_token"
 MAX_REQUEST_BYTES = 1 << 20     # Dash callbacks send small JSON bodies; anything bigger is abuse
 
 
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
+def _address(host: str):
     try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
+        return ipaddress.ip_address(host.strip("[]"))
     except ValueError:
-        return False
+        return None             # a host name
+
+
+def is_loopback(host: str) -> bool:
+    address = _address(host)
+    return host == "localhost" or (address is not None and address.is_loopback)
+
+
+def is_wildcard(host: str) -> bool:
+    """The "every interface" address of IPv4 or IPv6."""
+    address = _address(host)
+    return address is not None and address.is_unspecified
 
 
 def bind_warning(host: str, token: str | None) -> str | None:
     """What to tell the user before binding `host`, or None for a loopback address."""
     if is_loopback(host):
         return None
-    reach = "every network this machine is on" if host in ("0.0.0.0", "::") else host
+    reach = "every network this machine is on" if is_wildcard(host) else host
     auth = ("requests must carry the auth token" if token else
             "ANYONE who can reach it can read every run; pass --auth-token "
             f"(or set {TOKEN_ENV}) to require a token")
@@ -40,7 +49,7 @@ def allowed_host_names(host: str, port: int, extra: Iterable[str] = ()) -> set[s
     """Host header values to accept: the bind address (loopback names for a loopback bind),
     each with and without the port, plus the user's allow-list (for a reverse proxy)."""
     names = {"localhost", "127.0.0.1", "[::1]"} if is_loopback(host) else {host}
-    if host in ("0.0.0.0", "::"):
+    if is_wildcard(host):
         names = set()           # a wildcard bind answers only to the names the user allows
     names.update(extra)
     return names | {f"{name}:{port}" for name in names}
