@@ -1,6 +1,7 @@
 """The run writer's background thread: owns the write connection, turns queued records
-into rows, and commits them in batches at step boundaries, on flush() and every
-flush_secs. RunWriter (writer.py) only validates and enqueues."""
+into rows, and commits them at every step boundary, whenever it has caught up with the queue,
+on flush() and at least every flush_secs. RunWriter (writer.py) only validates and enqueues,
+and at a step boundary waits until the steps before it are durable (committer.wait_durable)."""
 
 from __future__ import annotations
 
@@ -16,9 +17,7 @@ from engine.record.schema import (
 )
 
 MAX_BATCH_ROWS = 50_000   # a backlog is committed in slices so one transaction stays bounded
-# A commit point waits until this long after the previous commit, so a loop of 1 ms steps
-# costs ~20 transactions a second, not 1000 (a killed writer loses at most this much).
-MIN_COMMIT_GAP_SECS = 0.05
+_LIVENESS_SLICE_SECS = 0.05   # how often a waiter checks that the thread is still alive
 FIRST_SEQ = 2             # seq 1 is the "run started" event written with the database
 
 # Queue opcodes: the first element of every queued tuple.
@@ -30,40 +29,34 @@ FIRST_SEQ = 2             # seq 1 is the "run started" event written with the da
 def wait_for(done: threading.Event, thread: threading.Thread, timeout: float | None) -> None:
     """Waits for the background thread to signal, giving up if it died."""
     deadline = None if timeout is None else time.monotonic() + timeout
-    while not done.wait(0.05):
+    while not done.wait(_LIVENESS_SLICE_SECS):
         if not thread.is_alive():
             return
         if deadline is not None and time.monotonic() > deadline:
             return
 
 
-def put_urgent(items: queue.SimpleQueue, thread: Committer, item: tuple) -> None:
-    """Queues flush() or close(): wakes the thread even while it gathers records."""
-    items.put(item)
-    thread.wake.set()
-
-
 def shut_down(items: queue.SimpleQueue, thread: Committer, timeout: float | None) -> None:
     if not thread.is_alive():
         return
     done = threading.Event()
-    put_urgent(items, thread, (OP_CLOSE, done))
+    items.put((OP_CLOSE, done))
     if threading.current_thread() is not thread:
         wait_for(done, thread, timeout)
 
 
 class Committer(threading.Thread):
-    """Owns the write connection. Rows wait in memory until a commit point: a step record,
-    a summary step larger than any before (the previous step is complete), flush(), or
-    flush_secs since the last commit. Commit points are honoured once the queue is drained
-    (or the batch is large) and MIN_COMMIT_GAP_SECS after the previous commit, so a backlog
-    or a fast loop costs one transaction, not one per step."""
+    """Owns the write connection. Rows are committed at every step boundary (a step record,
+    a summary step larger than any before: the previous step is complete) whatever the queue
+    still holds, as soon as the queue is drained, on flush(), and at least every flush_secs
+    under a stream that never drains. `durable` counts the queued items whose rows are
+    committed; the writer waits on it at step boundaries, so a killed process loses at most
+    the step in flight while commits overlap the next step's work."""
 
     def __init__(self, run_dir: Path, items: queue.SimpleQueue, flush_secs: float) -> None:
         super().__init__(name=f"RunWriter {run_dir.name}", daemon=True)
         self.run_dir = run_dir
         self.items = items
-        self.wake = threading.Event()   # set by flush() and close(): stop gathering
         # Pending rows wait at most flush_secs, and never so long that the heartbeat goes stale.
         self.commit_secs = min(flush_secs, store.HEARTBEAT_SECS)
         self.conn = store.connect_for_writing(run_dir / DATABASE_NAME)
@@ -78,7 +71,12 @@ class Committer(threading.Thread):
         self._pending_rows = 0
         self._meta: dict[str, str] = {}   # key -> JSON, upserted with the next commit
         self._commit_due = False
+        self._dirty = False            # rows or meta wait for a commit
         self._last_commit = time.monotonic()
+        self._taken = 0                # items taken from the queue
+        self.durable = 0               # of those, the ones whose rows are committed
+        self._durable_changed = threading.Condition()
+        self._waiters = 0
         self._max_summary_step: int | None = None
         self._last_step: int | None = None
         self._handlers = {
@@ -89,6 +87,25 @@ class Committer(threading.Thread):
             OP_IMAGE: self._image, OP_TENSOR_SUMMARY: self._tensor_summary,
             OP_ALERT: self._alert,
         }
+
+    def wait_durable(self, count: int) -> None:
+        """Blocks until the first `count` queued items are committed (or the thread died:
+        the writer's next call reports why)."""
+        if self.durable >= count:
+            return
+        with self._durable_changed:
+            self._waiters += 1
+            try:
+                while self.durable < count and self.is_alive():
+                    self._durable_changed.wait(_LIVENESS_SLICE_SECS)
+            finally:
+                self._waiters -= 1
+
+    def _mark_durable(self) -> None:
+        self.durable = self._taken
+        if self._waiters:
+            with self._durable_changed:
+                self._durable_changed.notify_all()
 
     def take_error(self) -> BaseException | None:
         if self.error is None:
@@ -113,13 +130,14 @@ class Committer(threading.Thread):
 
     def _loop(self) -> None:
         while True:
-            period = self.commit_secs if self._pending_rows else store.HEARTBEAT_SECS
+            period = self.commit_secs if self._dirty else store.HEARTBEAT_SECS
             timeout = self._last_commit + period - time.monotonic()
             try:
                 item = self.items.get(timeout=max(timeout, 0.0))
             except queue.Empty:
                 self._commit()
                 continue
+            self._taken += 1
             opcode = item[0]
             if opcode == OP_FLUSH:
                 self._commit()
@@ -131,48 +149,48 @@ class Committer(threading.Thread):
                 finally:
                     # close() returns only once the database file is released.
                     self.conn.close()
+                    self._mark_durable()
                     item[1].set()
                 return
             try:
                 self._handlers[opcode](item)
             except Exception as exc:  # noqa: BLE001 -- one bad record must not stop the run
                 self._fail(exc)
-            since = time.monotonic() - self._last_commit
-            if self._pending_rows and (
-                    (self._commit_due and since >= MIN_COMMIT_GAP_SECS and self.items.empty())
-                    or self._pending_rows >= MAX_BATCH_ROWS or since >= self.commit_secs):
+            if not self._dirty:
+                self._mark_durable()
+            elif (self._commit_due or self.items.empty() or self._pending_rows >= MAX_BATCH_ROWS
+                  or time.monotonic() - self._last_commit >= self.commit_secs):
                 self._commit()
-            elif self._commit_due and self.items.empty():
-                # The last commit was moments ago: gather what comes meanwhile without being
-                # woken once per record (a blocking get would be, at every put).
-                self.wake.wait(MIN_COMMIT_GAP_SECS - since)
-                self.wake.clear()
-                if self.items.empty():
-                    self._commit()
 
     def _commit(self) -> None:
-        self._meta["updated"] = store.to_json(time.time())
-        self._meta["last_step"] = store.to_json(self._last_step)
+        # A commit per step is the price of durability, so the Python around it is kept lean:
+        # numbers are written as JSON by repr, and only tables holding rows are visited.
+        self._meta["updated"] = repr(time.time())
+        self._meta["last_step"] = "null" if self._last_step is None else str(self._last_step)
+        conn = self.conn
         try:
-            self.conn.execute("BEGIN")
+            conn.execute("BEGIN")
             if self._new_tags:
-                self.conn.executemany(store.TAG_INSERT, self._new_tags)
+                conn.executemany(store.TAG_INSERT, self._new_tags)
             for table, rows in self._pending.items():
                 if rows:
-                    self.conn.executemany(self._sql[table], rows)
-            self.conn.executemany(store.META_UPSERT, self._meta.items())
-            self.conn.execute("COMMIT")
+                    conn.executemany(self._sql[table], rows)
+                    rows.clear()
+            conn.executemany(store.META_UPSERT, self._meta.items())
+            conn.execute("COMMIT")
             self._new_tags.clear()
             self._meta.clear()
         except Exception as exc:  # noqa: BLE001 -- reported on the user's next call
             self._rollback()
             self._fail(exc)
-        finally:
             for rows in self._pending.values():
                 rows.clear()
+        finally:
             self._pending_rows = 0
             self._commit_due = False
+            self._dirty = False
             self._last_commit = time.monotonic()
+            self._mark_durable()   # a failed commit is reported; waiting on it would hang
 
     def _rollback(self) -> None:
         if self.conn.in_transaction:
@@ -200,6 +218,7 @@ class Committer(threading.Thread):
         for table, rows in rows_by_table.items():
             self._pending[table].extend(rows)
             self._pending_rows += len(rows)
+        self._dirty = True
 
     def _tag_id(self, kind: str, tag: str) -> int:
         key = (kind, tag)
@@ -231,6 +250,7 @@ class Committer(threading.Thread):
         self._seq = seq + 1
         self._pending["scalars"].append((seq, wall_time, tag_id, step, value))
         self._pending_rows += 1
+        self._dirty = True
 
     def _histogram(self, item: tuple) -> None:
         _, wall_time, tag, step, values, bins = item
@@ -281,12 +301,14 @@ class Committer(threading.Thread):
     def _config(self, item: tuple) -> None:
         _, wall_time, keys, merged = item
         self._meta["config"] = merged
+        self._dirty = True
         detail = "config updated: " + ", ".join(keys)
         self._add({"run_events": [(self._next_seq(), wall_time, "run", detail)]})
         self._commit_due = True
 
     def _exception(self, item: tuple) -> None:
         self._meta["exception"] = store.to_json(item[1])
+        self._dirty = True
 
     def _devices(self, item: tuple) -> None:
         _, wall_time, records = item

@@ -1,6 +1,7 @@
 """RunWriter: records one run into <logdir>/<name>/ for training code and for the engine.
 Public calls only validate and enqueue; the background Committer (committer.py) turns
-records into rows and commits them."""
+records into rows and commits them. At a step boundary a call first waits until everything
+queued before it is committed, so a killed process loses at most the step in flight."""
 
 from __future__ import annotations
 
@@ -38,7 +39,6 @@ from engine.record.committer import (
     OP_TENSOR_SUMMARY,
     OP_TEXT,
     Committer,
-    put_urgent,
     shut_down,
     wait_for,
 )
@@ -68,8 +68,11 @@ class RunWriteError(RuntimeError):
 
 
 class RunWriter:
-    """Writes one run. Safe to call from several threads; never blocks on the database
-    except in flush() and close()."""
+    """Writes one run. Safe to call from several threads. Never blocks on the database except
+    in flush() and close(), and at a step boundary (a step record, or the first record of a
+    summary step larger than any before) while the rows queued before it are not yet
+    committed: the commit of one step overlaps the next step's work, and a writer that falls
+    behind holds training back by at most a step instead of losing a backlog to a kill."""
 
     def __init__(self, logdir: str | os.PathLike, name: str | None = None, *,
                  config: Mapping[str, Any] | None = None, flush_secs: float = 2.0,
@@ -94,7 +97,9 @@ class RunWriter:
             "pid": os.getpid(), "process": store.process_identity(), "last_step": None,
             "exception": None,
         }, config_json)
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()     # orders puts, so a count of them names a prefix
+        self._puts = 0                     # items queued so far
+        self._top_summary_step: int | None = None
         self._next_step: dict[tuple[str, str], int] = {}
         self._closed = False
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
@@ -131,8 +136,8 @@ class RunWriter:
         _check_tag(tag)
         number = _real(tag, value)
         stamp = time.time() if wall_time is None else _wall_time(tag, wall_time)
-        step = self._resolve_step(store.SCALAR, tag, step)
-        self._queue.put((OP_SCALAR, stamp, tag, step, number))
+        self._put_summary(store.SCALAR, tag, step, lambda step: (
+            OP_SCALAR, stamp, tag, step, number))
 
     def histogram(self, tag: str, values: Any, step: int | None = None, bins: int = 30) -> None:
         """Buckets are computed over the finite values; min, max and sum over all of them,
@@ -144,8 +149,8 @@ class RunWriter:
         if bins < 1:
             raise ValueError(f"histogram {tag!r}: bins must be at least 1, got {bins}")
         array = _float_array(tag, values)
-        step = self._resolve_step(store.HISTOGRAM, tag, step)
-        self._queue.put((OP_HISTOGRAM, time.time(), tag, step, array, int(bins)))
+        self._put_summary(store.HISTOGRAM, tag, step, lambda step: (
+            OP_HISTOGRAM, time.time(), tag, step, array, int(bins)))
 
     def histogram_from_buckets(self, tag: str, edges: Any, counts: Any,
                                step: int | None = None, *, min: float | None = None,  # noqa: A002
@@ -169,8 +174,8 @@ class RunWriter:
                  float(edge_array[-1]) if max is None else float(max),
                  float(centres @ count_array) if sum is None else float(sum),
                  int(count_array.sum()) if count is None else int(count))
-        step = self._resolve_step(store.HISTOGRAM, tag, step)
-        self._queue.put((OP_BUCKETS, time.time(), tag, step, edge_array, count_array, stats))
+        self._put_summary(store.HISTOGRAM, tag, step, lambda step: (
+            OP_BUCKETS, time.time(), tag, step, edge_array, count_array, stats))
 
     def image(self, tag: str, image: Any, step: int | None = None) -> None:
         """One image: uint8 (height, width) or (height, width, 1|3|4), or floats in [0, 1]
@@ -178,8 +183,8 @@ class RunWriter:
         self._check_usable()
         _check_tag(tag)
         pixels = _image_array(tag, image)
-        step = self._resolve_step(store.IMAGE, tag, step)
-        self._queue.put((OP_IMAGE, time.time(), tag, step, pixels))
+        self._put_summary(store.IMAGE, tag, step, lambda step: (
+            OP_IMAGE, time.time(), tag, step, pixels))
 
     def tensor_summary(self, node: str, values: Any, step: int | None = None) -> None:
         """Statistics of a tensor at a step (dtype, shape, min, max, mean, std over the finite
@@ -187,23 +192,23 @@ class RunWriter:
         self._check_usable()
         _check_tag(node)
         array = _real_array(f"tensor summary {node!r}", values)
-        step = self._resolve_step("tensor_summary", node, step)
-        self._queue.put((OP_TENSOR_SUMMARY, time.time(), node, step, array))
+        self._put_summary("tensor_summary", node, step, lambda step: (
+            OP_TENSOR_SUMMARY, time.time(), node, step, array))
 
     def log_event(self, detail: str) -> None:
         """A line in the run's event log (a session log, a note from training code)."""
         self._check_usable()
         if not isinstance(detail, str) or not detail:
             raise TypeError(f"log_event expects a non-empty str, got {detail!r}")
-        self._queue.put((OP_EVENT, time.time(), detail))
+        self._put((OP_EVENT, time.time(), detail))
 
     def text(self, tag: str, text: str, step: int | None = None) -> None:
         self._check_usable()
         _check_tag(tag)
         if not isinstance(text, str):
             raise TypeError(f"text {tag!r}: text must be a str, got {type(text).__name__}")
-        step = self._resolve_step(store.TEXT, tag, step)
-        self._queue.put((OP_TEXT, time.time(), tag, step, text))
+        self._put_summary(store.TEXT, tag, step, lambda step: (
+            OP_TEXT, time.time(), tag, step, text))
 
     def flush(self) -> None:
         """Blocks until everything queued so far is committed. A no-op once closed."""
@@ -211,7 +216,7 @@ class RunWriter:
             return
         self._check_usable()
         done = threading.Event()
-        put_urgent(self._queue, self._committer, (OP_FLUSH, done))
+        self._put((OP_FLUSH, done))
         wait_for(done, self._committer, None)
         self._raise_background_error()
 
@@ -230,7 +235,7 @@ class RunWriter:
     def __exit__(self, exc_type, exc, tb) -> None:
         if exc is not None and not self._closed:
             text = "".join(traceback.format_exception_only(exc_type, exc)).strip()
-            self._queue.put((OP_EXCEPTION, text))
+            self._put((OP_EXCEPTION, text))
         self.close()
 
     # Engine-facing API: records from engine.record.schema; the writer fills seq/wall_time.
@@ -245,26 +250,26 @@ class RunWriter:
         with self._lock:
             self._config.update(update)
             merged = _config_json(self._config)
-        self._queue.put((OP_CONFIG, time.time(), tuple(map(str, update)), merged))
+        self._put((OP_CONFIG, time.time(), tuple(map(str, update)), merged))
 
     def devices(self, records: Sequence[DeviceRecord]) -> None:
         self._check_usable()
-        self._queue.put((OP_DEVICES, time.time(), tuple(records)))
+        self._put((OP_DEVICES, time.time(), tuple(records)))
 
     def graph(self, record: GraphRecord) -> None:
         self._check_usable()
         store.check_record("graph", record, GraphRecord)
-        self._queue.put((OP_GRAPH, time.time(), record))
+        self._put((OP_GRAPH, time.time(), record))
 
     def placements(self, records: Sequence[PlacementRecord]) -> None:
         self._check_usable()
-        self._queue.put((OP_PLACEMENTS, time.time(), tuple(records)))
+        self._put((OP_PLACEMENTS, time.time(), tuple(records)))
 
     def plan(self, record: PlanRecord, partitions: Sequence[PartitionRecord],
              cut_edges: Sequence[CutEdgeRecord]) -> None:
         self._check_usable()
         store.check_record("plan", record, PlanRecord)
-        self._queue.put((OP_PLAN, time.time(), record, tuple(partitions), tuple(cut_edges)))
+        self._put((OP_PLAN, time.time(), record, tuple(partitions), tuple(cut_edges)))
 
     def step(self, record: StepRecord, op_stats: Sequence[OpStatRecord],
              transfers: Sequence[TransferRecord]) -> None:
@@ -272,13 +277,14 @@ class RunWriter:
         thread reaches it."""
         self._check_usable()
         store.check_record("step", record, StepRecord)
-        self._queue.put((OP_STEP, time.time(), record, tuple(op_stats), tuple(transfers)))
+        self._put((OP_STEP, time.time(), record, tuple(op_stats), tuple(transfers)),
+                  boundary=True)
 
     def alert(self, record: AlertRecord) -> None:
         """A NaN/Inf alert; committed as soon as the background thread reaches it."""
         self._check_usable()
         store.check_record("alert", record, AlertRecord)
-        self._queue.put((OP_ALERT, time.time(), record))
+        self._put((OP_ALERT, time.time(), record))
 
     # Internals.
 
@@ -296,12 +302,31 @@ class RunWriter:
         if self._committer.stopped and not self._closed:
             raise RunWriteError(f"RunWriter {self._path}: the background writer has stopped")
 
-    def _resolve_step(self, kind: str, tag: str, step: Any) -> int:
-        key = (kind, tag)
+    def _put(self, item: tuple, *, boundary: bool = False) -> None:
         with self._lock:
-            resolved = self._next_step.get(key, 0) if step is None else _step_int(tag, step)
+            before = self._puts
+            self._puts = before + 1
+            self._queue.put(item)
+        if boundary:
+            self._committer.wait_durable(before)
+
+    def _put_summary(self, kind: str, tag: str, step: Any, make_item) -> None:
+        """Resolves the step (the tag's next one when None) and queues make_item(step); the
+        first record of a summary step larger than any before is a step boundary."""
+        key = (kind, tag)
+        given = None if step is None else _step_int(tag, step)
+        with self._lock:
+            resolved = self._next_step.get(key, 0) if given is None else given
             self._next_step[key] = resolved + 1
-        return resolved
+            top = self._top_summary_step
+            boundary = top is not None and resolved > top
+            if top is None or resolved > top:
+                self._top_summary_step = resolved
+            before = self._puts
+            self._puts = before + 1
+            self._queue.put(make_item(resolved))
+        if boundary:
+            self._committer.wait_durable(before)
 
 
 def upgrade_run(run_dir: str | os.PathLike) -> int:

@@ -108,8 +108,8 @@ def test_a_failed_commit_is_reported_and_later_batches_still_commit(logdir):
     writer = RunWriter(logdir, "r", flush_secs=3600)
     writer.scalar("a", 1.0, step=0)
     writer.flush()
-    writer.scalar("a", 2.0, step=0)   # same step: stays pending until flush()
     writer._committer.conn.execute("PRAGMA query_only = ON")   # every commit now fails
+    writer.scalar("a", 2.0, step=0)
     with pytest.raises(RunWriteError, match="background write failed.*readonly"):
         writer.flush()
     writer._committer.conn.execute("PRAGMA query_only = OFF")
@@ -196,7 +196,7 @@ def test_flush_makes_everything_queued_visible(logdir):
     writer = RunWriter(logdir, "r", flush_secs=3600)
     reader = RunReader(writer.path)
     for step in range(1000):
-        writer.scalar("x", float(step), step=5)   # same step: no boundary, only flush commits
+        writer.scalar("x", float(step), step=5)   # one step: no boundary
     writer.flush()
     assert len(reader.scalars("x")[0]) == 1000
     writer.close()
