@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from engine import errors
@@ -16,6 +15,7 @@ from engine.kernels.registry import KernelContext
 from engine.passes.partition import PartitionResult, partition
 from engine.passes.prune import ClientGraph, prune
 from engine.runtime.executor import CompiledPartition
+from engine.runtime.partition_threads import PartitionThreads
 from engine.runtime.rendezvous import Deadline, Gate, Rendezvous
 
 _plan_ids = itertools.count(1)
@@ -54,14 +54,14 @@ class Plan:
     def partition_graphs(self) -> list[GraphDef]:
         return [GraphDef(p.nodes, self.key.graph_version) for p in self.partitions]
 
-    def run(self, feeds: list, pool: ThreadPoolExecutor | None, stats: list | None,
+    def run(self, feeds: list, pool: PartitionThreads | None, stats: list | None,
             control: StepControl | None = None) -> list:
         """Runs one step. `control` (optional) carries the deadline and gate in and the bytes
         that crossed devices out."""
         control = control or StepControl()
         out = [None] * len(self.key.fetches)
         if len(self.partitions) == 1:
-            with control.gate or contextlib.nullcontext():
+            with _gate_slot(control):
                 self.partitions[0].run(feeds, out, None, stats, control.deadline)
             return out
         rendezvous = Rendezvous(control.deadline, control.gate)
@@ -93,11 +93,17 @@ class StepControl:
 def _run_one(part: CompiledPartition, feeds, out, rendezvous: Rendezvous, stats,
              control: StepControl) -> None:
     try:
-        with control.gate or contextlib.nullcontext():
+        with _gate_slot(control):
             part.run(feeds, out, rendezvous, stats, control.deadline)
     except BaseException as e:
         rendezvous.abort(e)
         raise
+
+
+def _gate_slot(control: StepControl):
+    if control.gate is None:
+        return contextlib.nullcontext()
+    return control.gate.held(control.deadline)
 
 
 def _first_cause(failures: list[BaseException]) -> BaseException:

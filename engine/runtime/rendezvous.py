@@ -6,6 +6,7 @@ kernels at once, and a partition waiting in recv does not hold it."""
 from __future__ import annotations
 
 import collections
+import contextlib
 import threading
 import time
 
@@ -39,24 +40,40 @@ class Deadline:
 
 class Gate:
     """ConfigProto.inter_op_parallelism_threads: at most `n` partitions (of all the session's
-    steps) run kernels at the same time."""
+    steps) run kernels at the same time. Waiting for a slot honours the step's deadline, and
+    a partition that fails while it waits in recv holds no slot, so `held` releases only what
+    the calling thread really holds (a thread runs one partition at a time)."""
 
     def __init__(self, n: int):
         self.n = n
         self._slots = threading.BoundedSemaphore(n)
+        self._holding = threading.local()
 
-    def __enter__(self):
-        self._slots.acquire()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._slots.release()
+    @contextlib.contextmanager
+    def held(self, deadline: Deadline | None):
+        self.resume(deadline)
+        try:
+            yield self
+        finally:
+            if getattr(self._holding, "slot", False):
+                self.pause()
 
     def pause(self) -> None:
+        self._holding.slot = False
         self._slots.release()
 
-    def resume(self) -> None:
-        self._slots.acquire()
+    def resume(self, deadline: Deadline | None) -> None:
+        if deadline is None:
+            self._slots.acquire()
+        else:
+            while not self._slots.acquire(timeout=max(min(_WAIT_SLICE_S,
+                                                          deadline.remaining_s()), 0.0)):
+                deadline.check()
+        self._holding.slot = True
+
+    def free_slots(self) -> int:
+        """Slots nobody holds (for tests: a finished or failed step leaves all of them)."""
+        return self._slots._value
 
 
 class Rendezvous:
@@ -83,16 +100,15 @@ class Rendezvous:
                 return value
         if self._gate is not None:
             self._gate.pause()
-        try:
-            with self._cond:
-                while True:
-                    value = self._take(key)
-                    if value is not _EMPTY:
-                        return value
-                    self._wait()
-        finally:
-            if self._gate is not None:
-                self._gate.resume()
+        with self._cond:
+            while True:
+                value = self._take(key)   # an abort or the deadline raises, slot not taken back
+                if value is not _EMPTY:
+                    break
+                self._wait()
+        if self._gate is not None:
+            self._gate.resume(self._deadline)
+        return value
 
     def _take(self, key: str):
         if self._aborted is not None:

@@ -9,7 +9,6 @@ import contextlib
 import itertools
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 
 import torch
 
@@ -23,6 +22,7 @@ from engine.runtime import recording
 from engine.runtime.config import ConfigProto, RunMetadata, RunOptions
 from engine.runtime.executor import OOM_HINT
 from engine.runtime.fetches import FetchStructure, feed_value, resolve_feeds, to_numpy
+from engine.runtime.partition_threads import PartitionThreads
 from engine.runtime.plan import Plan, PlanKey, StepControl
 from engine.runtime.rendezvous import Deadline, Gate
 from engine.summary.writer import attached_run_writer
@@ -32,9 +32,6 @@ _default_sessions = threading.local()
 # Per-op stats of a recorded session: the first step and every Nth after it, unless
 # ConfigProto.trace_every_n_steps says otherwise.
 DEFAULT_TRACE_EVERY_N_STEPS = 100
-# Partitions of concurrent steps share the pool; threads are only made when all are busy,
-# and a step's partitions must all get one (each may wait on another's Send).
-_MAX_PARTITION_THREADS = 64
 
 
 class Session:
@@ -64,7 +61,7 @@ class Session:
                              else self._config.trace_every_n_steps)
         inter_op = self._config.inter_op_parallelism_threads
         self._gate = Gate(inter_op) if inter_op > 0 else None
-        self._pool: ThreadPoolExecutor | None = None
+        self._pool: PartitionThreads | None = None
         self._lock = threading.RLock()
         self._restore = _apply_process_settings(self._config, self._devices)
         self._closed = False
@@ -185,13 +182,14 @@ class Session:
                   f"{sum(s.value.nbytes for s in held)} bytes{lines or ' (none)'}\n")
         return type(error)(error.node_def, error.op, error.message.replace(OOM_HINT, report))
 
-    def _thread_pool(self, plan: Plan) -> ThreadPoolExecutor | None:
+    def _thread_pool(self, plan: Plan) -> PartitionThreads | None:
+        """Every partition of every concurrent step gets a thread at once (partition_threads.py
+        says why a bounded pool would deadlock); the inter-op gate bounds the work."""
         if len(plan.partitions) < 2:
             return None
         with self._lock:
             if self._pool is None:
-                self._pool = ThreadPoolExecutor(max_workers=_MAX_PARTITION_THREADS,
-                                                thread_name_prefix="engine-partition")
+                self._pool = PartitionThreads()
         return self._pool
 
     def _plan_for(self, structure: FetchStructure, feeds) -> Plan:

@@ -340,12 +340,23 @@ def test_deadline_across_partitions_cancels_every_partition(g, fake_clock):
 
 def test_recv_waiting_past_the_deadline_raises_and_keeps_the_gate_balanced(fake_clock):
     gate = Gate(1)
-    rdv = Rendezvous(Deadline(1500), gate)
-    with gate:
+    deadline = Deadline(1500)
+    rdv = Rendezvous(deadline, gate)
+    with gate.held(deadline):
         with pytest.raises(errors.DeadlineExceededError, match="deadline of 1500 ms"):
             rdv.recv("never-sent")
-        assert gate._slots._value == 0    # taken back: the partition still holds its turn
-    assert gate._slots._value == 1
+        assert gate.free_slots() == 1    # a failed partition gives its turn back at once
+    assert gate.free_slots() == 1
+
+
+def test_waiting_for_a_gate_slot_honours_the_deadline(fake_clock):
+    gate = Gate(1)
+    with gate.held(None):
+        with pytest.raises(errors.DeadlineExceededError, match="deadline of 1500 ms"):
+            with gate.held(Deadline(1500)):
+                pass
+        assert gate.free_slots() == 0
+    assert gate.free_slots() == 1
 
 
 def test_real_deadline_on_a_long_step(g):
