@@ -85,22 +85,24 @@ class SingleFlightCache:
 
     def _fill(self, key: Hashable, flight: _Flight, compute: Callable[[], Any],
               keep: bool) -> Any:
+        size = 0
         try:
             with self._fill_slots:
                 value = compute()
+            if keep:
+                size = estimated_bytes(value) + estimated_bytes(key)
         except BaseException as exc:
             flight.error = exc
+            raise
+        finally:
+            # Whatever happened, the flight ends here: no waiter is left waiting for it.
             with self._lock:
                 del self._flights[key]
+                if flight.error is None and keep and size <= self.max_bytes:
+                    self._store(key, value, size)
+            if flight.error is None:
+                flight.value = value
             flight.done.set()
-            raise
-        size = estimated_bytes(value) + estimated_bytes(key) if keep else 0
-        flight.value = value
-        with self._lock:
-            del self._flights[key]
-            if keep and size <= self.max_bytes:
-                self._store(key, value, size)
-        flight.done.set()
         return value
 
     def _store(self, key: Hashable, value: Any, size: int) -> None:

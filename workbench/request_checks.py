@@ -16,6 +16,7 @@ from flask import request
 from werkzeug.exceptions import HTTPException
 
 from workbench.inputs import clipped
+from workbench.serving import MAX_REQUEST_BYTES
 
 DISPATCH = "_dash-update-component"
 _log = logging.getLogger("workbench")
@@ -25,6 +26,9 @@ def install(app: dash.Dash) -> None:
     """Adds the checks to app's Flask server (create_app does this)."""
     server = app.server
     endpoint = app.config.routes_pathname_prefix + DISPATCH
+    # Whatever server runs the app: a body streamed without a Content-Length (chunked) is
+    # cut off at the same limit the RequestGuard applies to declared lengths.
+    server.config["MAX_CONTENT_LENGTH"] = MAX_REQUEST_BYTES
 
     def check_callback_request():
         if request.endpoint != endpoint:

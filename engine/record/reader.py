@@ -155,11 +155,11 @@ class RunReader:
         with self._connect() as conn:
             tag_id = self._tag_id(conn, store.SCALAR, tag)
             rows = conn.execute("SELECT step, value FROM scalars WHERE tag_id = ? "
-                                "ORDER BY step, seq", (tag_id,)).fetchall()
-        steps = np.fromiter((row[0] for row in rows), dtype=np.int64, count=len(rows))
-        # SQLite stores NaN as NULL; float64 conversion turns None back into NaN.
-        values = np.array([row[1] for row in rows], dtype=np.float64)
-        return steps, values
+                                "ORDER BY step, seq", (tag_id,))
+            # Straight from the cursor into one array: no list of a million row tuples.
+            # SQLite stores NaN as NULL; the float64 field turns None back into NaN.
+            points = np.fromiter(rows, dtype=_SCALAR_ROW)
+        return points["step"].copy(), points["value"].copy()
 
     def scalar_wall_times(self, tag: str) -> np.ndarray:
         with self._connect() as conn:
@@ -523,6 +523,8 @@ def _reason(exc: Exception, root: Path) -> str:
         text = text.replace(prefix + os.sep, "")
     return text
 
+
+_SCALAR_ROW = np.dtype([("step", np.int64), ("value", np.float64)])
 
 # Tables whose rows may name a side file (a `blob` column), and what the writer names one
 # ("<seq>-<kind>"): a row naming anything else, such as "../x", is damage, never a path.

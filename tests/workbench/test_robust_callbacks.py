@@ -192,24 +192,34 @@ def server(damaged):
     from workbench.serving import RequestGuard, allowed_host_names
 
     app = create_app(damaged.logdir)
-    guard = RequestGuard(app.server, allowed_host_names("127.0.0.1", 0))
-    served = waitress.create_server(guard, host="127.0.0.1", port=0, threads=4)
+    guards = []                                 # the guard needs the port waitress picks
+    served = waitress.create_server(lambda environ, start: guards[0](environ, start),
+                                    host="127.0.0.1", port=0, threads=4)
     port = served.socket.getsockname()[1]
-    guard._allowed |= {f"127.0.0.1:{port}"}
-    thread = threading.Thread(target=served.run, daemon=True)
+    guards.append(RequestGuard(app.server, allowed_host_names("127.0.0.1", port)))
+    stopping = threading.Event()
+
+    def serve():
+        try:
+            served.run()
+        except OSError:                         # the loop meets its closed socket on the way out
+            if not stopping.is_set():
+                raise
+    thread = threading.Thread(target=serve, daemon=True)
     thread.start()
     app.server.test_client().get("/")          # registers the pages' routing callback
     yield app, port
+    stopping.set()
     served.close()
     thread.join(timeout=10)
 
 
-def send(port: int, method: str, path: str, body: bytes | None = None,
-         headers: dict | None = None) -> int:
+def send(port: int, method: str, path: str, body=None, headers: dict | None = None) -> int:
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
     try:
         conn.request(method, path, body=body, headers={
-            "Host": f"127.0.0.1:{port}", "Content-Type": "application/json", **(headers or {})})
+            "Host": f"127.0.0.1:{port}", "Content-Type": "application/json", **(headers or {})},
+            encode_chunked=not isinstance(body, (bytes, type(None))))
         response = conn.getresponse()
         response.read()
         return response.status
@@ -253,6 +263,7 @@ def test_the_server_answers_bad_requests_without_a_5xx(server, caplog):
         statuses[("malformed", index)] = send(port, "POST", path, body)
     statuses["not json type"] = send(port, "POST", path, b"{}", {"Content-Type": "text/plain"})
     statuses["oversized"] = send(port, "POST", path, b"x" * (5 << 20))
+    statuses["oversized chunks"] = send(port, "POST", path, iter([b"x" * (1 << 16)] * 80))
     statuses["bad host"] = send(port, "GET", "/", headers={"Host": "evil.example"})
     statuses["suite"] = send(port, "GET", "/_dash-component-suites/dash/nope.js")
     statuses["suite trick"] = send(port, "GET", "/_dash-component-suites/../../etc/passwd")
@@ -262,9 +273,20 @@ def test_the_server_answers_bad_requests_without_a_5xx(server, caplog):
     server_errors = {what: status for what, status in statuses.items() if status >= 500}
     assert server_errors == {}
     assert {statuses[("malformed", i)] for i in range(len(malformed))} == {400}
-    assert statuses["oversized"] in (0, 413) and statuses["bad host"] == 400
+    assert statuses["oversized"] in (0, 413) and statuses["oversized chunks"] in (0, 413)
+    assert statuses["bad host"] == 400
     assert statuses["suite"] == 404 and statuses["not json type"] == 415
     odd = {what: status for what, status in statuses.items()
            if isinstance(what, tuple) and what[0] != "malformed" and status not in (200, 204)}
     assert odd == {}
     assert unforeseen(caplog) == []
+
+
+def test_a_body_without_a_length_is_cut_off_whatever_the_server(recorded):
+    from workbench.app import create_app
+    from workbench.serving import MAX_REQUEST_BYTES
+
+    client = create_app(recorded.logdir).server.test_client()
+    big = client.post("/_dash-update-component", data=b"[" * (MAX_REQUEST_BYTES + 1),
+                      content_type="application/json")
+    assert big.status_code == 413
