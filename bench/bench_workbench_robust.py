@@ -158,12 +158,16 @@ def request(port: int, method: str, path: str, body: bytes | None = None,
             headers: dict | None = None, timeout: float = 300) -> tuple[int, bytes]:
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
     try:
-        conn.request(method, path, body=body, headers={
-            "Host": f"127.0.0.1:{port}", "Content-Type": "application/json", **(headers or {})})
+        try:
+            conn.request(method, path, body=body, headers={
+                "Host": f"127.0.0.1:{port}", "Content-Type": "application/json",
+                **(headers or {})})
+        except (ConnectionResetError, BrokenPipeError):
+            pass                            # answered and closed before the body was read
         response = conn.getresponse()
         return response.status, response.read()
-    except (ConnectionResetError, BrokenPipeError):
-        return 0, b""                       # refused before the body was read
+    except (ConnectionResetError, BrokenPipeError, http.client.HTTPException):
+        return 0, b""                       # closed without an answer
     finally:
         conn.close()
 

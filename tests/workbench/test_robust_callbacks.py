@@ -217,14 +217,17 @@ def server(damaged):
 def send(port: int, method: str, path: str, body=None, headers: dict | None = None) -> int:
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
     try:
-        conn.request(method, path, body=body, headers={
-            "Host": f"127.0.0.1:{port}", "Content-Type": "application/json", **(headers or {})},
-            encode_chunked=not isinstance(body, (bytes, type(None))))
+        try:
+            conn.request(method, path, body=body, headers={
+                "Host": f"127.0.0.1:{port}", "Content-Type": "application/json",
+                **(headers or {})}, encode_chunked=not isinstance(body, (bytes, type(None))))
+        except (ConnectionResetError, BrokenPipeError):
+            pass                               # answered and closed before the body was read
         response = conn.getresponse()
         response.read()
         return response.status
-    except (ConnectionResetError, BrokenPipeError):
-        return 0                               # refused before the body was read
+    except (ConnectionResetError, BrokenPipeError, http.client.HTTPException):
+        return 0                               # closed without an answer
     finally:
         conn.close()
 
