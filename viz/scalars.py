@@ -4,6 +4,7 @@ downsampling of long series, and the figure with faint raw and bold smoothed cur
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import plotly.graph_objects as go
@@ -57,29 +58,62 @@ def _ema(values: np.ndarray, weight: float) -> np.ndarray:
 
 def downsample_indices(values: Sequence[float], max_points: int = MAX_POINTS) -> np.ndarray:
     """Indices to keep: first, last, and the min and max of each of (max_points-2)/2 equal
-    buckets in between, so spikes survive and the result has at most max_points points."""
+    buckets in between (the first of equal ones), so spikes survive and the result has at
+    most max_points points. A bucket with no finite value keeps its first point. Vectorized:
+    a few passes over the series whatever the bucket count."""
     raw = np.asarray(values, dtype=np.float64)
     count = raw.size
     if count <= max_points:
         return np.arange(count)
     if max_points < 4:
         raise ValueError("max_points must be at least 4 to keep first, last, min and max")
-    buckets = np.array_split(np.arange(1, count - 1), (max_points - 2) // 2)
-    keep = {0, count - 1}
-    for bucket in buckets:
-        chunk = raw[bucket]
-        if np.isfinite(chunk).any():
-            masked = np.where(np.isfinite(chunk), chunk, np.nan)
-            keep.update((bucket[np.nanargmin(masked)], bucket[np.nanargmax(masked)]))
-        else:
-            keep.add(bucket[0])
-    return np.array(sorted(keep))
+    inner = raw[1:-1]
+    # Bucket boundaries as np.array_split makes them: the first (size % n) one longer.
+    buckets = (max_points - 2) // 2
+    size, extra = divmod(inner.size, buckets)
+    lengths = np.full(buckets, size)
+    lengths[:extra] += 1
+    starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
+    finite = np.isfinite(inner)
+    lowest = _first_extreme(np.where(finite, inner, np.inf), starts, lengths, np.minimum)
+    highest = _first_extreme(np.where(finite, inner, -np.inf), starts, lengths, np.maximum)
+    has_finite = np.add.reduceat(finite, starts) > 0
+    kept = np.concatenate((lowest[has_finite], highest[has_finite], starts[~has_finite]))
+    return np.unique(np.concatenate(([0, count - 1], kept + 1)))
+
+
+def _first_extreme(values: np.ndarray, starts: np.ndarray, lengths: np.ndarray,
+                   extreme: np.ufunc) -> np.ndarray:
+    """Per bucket, the index of the first element equal to the bucket's extreme."""
+    best = extreme.reduceat(values, starts)
+    hits = np.flatnonzero(values == np.repeat(best, lengths))
+    # hits ascend, so their buckets do too: a bucket's first hit is where the bucket changes.
+    bucket = np.searchsorted(starts, hits, side="right") - 1
+    return hits[np.flatnonzero(np.diff(bucket, prepend=-1))]
 
 
 def downsample(steps: Sequence[float], values: Sequence[float],
                max_points: int = MAX_POINTS) -> tuple[np.ndarray, np.ndarray]:
     keep = downsample_indices(values, max_points)
     return np.asarray(steps)[keep], np.asarray(values)[keep]
+
+
+@dataclass(frozen=True, eq=False)
+class Curve:
+    """One run's series ready to draw: the kept steps, raw and smoothed values there."""
+    steps: np.ndarray
+    raw: np.ndarray
+    smoothed: np.ndarray
+    smoothing: float
+
+
+def scalar_curve(steps: Sequence[float], values: Sequence[float], smoothing: float,
+                 max_points: int = MAX_POINTS) -> Curve:
+    """Smoothed over every point, then downsampled by the raw values' extremes."""
+    raw = np.asarray(values, dtype=np.float64)
+    keep = downsample_indices(raw, max_points)
+    smoothed = smooth(raw, smoothing)[keep] if smoothing > 0 else raw[keep]
+    return Curve(np.asarray(steps)[keep], raw[keep], smoothed, smoothing)
 
 
 def run_colors(runs: Sequence[str]) -> dict[str, str]:
@@ -96,19 +130,22 @@ def scalars_figure(series_by_run: Mapping[str, tuple[Sequence[float], Sequence[f
                    tag: str, smoothing: float = 0.6, height: int = 420) -> go.Figure:
     """One colour per run; raw curves faint (hidden from the legend), smoothed bold. With
     smoothing 0 the raw curve is the bold one."""
-    colors = run_colors(list(series_by_run))
+    return curves_figure({run: scalar_curve(steps, values, smoothing)
+                          for run, (steps, values) in series_by_run.items()}, tag, height)
+
+
+def curves_figure(curves_by_run: Mapping[str, Curve], tag: str, height: int = 420) -> go.Figure:
+    """scalars_figure from curves computed already (as the workbench caches them)."""
+    colors = run_colors(list(curves_by_run))
     traces = []
-    for run, (steps, values) in sorted(series_by_run.items()):
-        keep = downsample_indices(values)
-        steps_kept = np.asarray(steps)[keep]
-        raw = np.asarray(values, dtype=np.float64)
-        if smoothing > 0:
+    for run, curve in sorted(curves_by_run.items()):
+        if curve.smoothing > 0:
             traces.append(go.Scatter(
-                x=steps_kept, y=raw[keep], mode="lines", name=f"{run} (raw)",
+                x=curve.steps, y=curve.raw, mode="lines", name=f"{run} (raw)",
                 legendgroup=run, showlegend=False, hoverinfo="skip",
                 line={"color": _faded(colors[run], 0.3), "width": 1}))
         traces.append(go.Scatter(
-            x=steps_kept, y=smooth(raw, smoothing)[keep], mode="lines", name=run,
+            x=curve.steps, y=curve.smoothed, mode="lines", name=run,
             legendgroup=run, line={"color": colors[run], "width": 2.5},
             hovertemplate=f"{run}<br>step %{{x}}<br>{tag} %{{y:.6g}}<extra></extra>"))
     figure = go.Figure(data=traces)

@@ -1,22 +1,25 @@
 """create_app(logdir): the Dash application. Pages are registered explicitly, in nav order,
 and each page registers its own callbacks on this app (so several apps can live in one
-process, as the browser tests need)."""
+process, as the browser tests need). Malformed requests are refused before Dash sees them
+(request_checks), and a callback that fails anyway answers "no update", never a 500."""
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 
 import dash
 from dash import dcc, html
 
-from workbench import data
+from workbench import data, request_checks
 from workbench.pages import graph, placement, runs, scalars
 
 PAGES = (runs, graph, placement, scalars)
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
 TITLE = "Workbench"
 NAV_ID = "app-nav-div"
+_log = logging.getLogger("workbench")
 
 
 def _shell(logdir: str) -> html.Div:
@@ -41,15 +44,23 @@ def _shown_logdir(logdir) -> str:
         return Path(logdir).name
 
 
+def _callback_failed(exc: Exception) -> None:
+    """Dash's own callbacks (the pages' router) meeting a forged value: logged, and answered
+    with no update. The workbench's callbacks answer with a message themselves."""
+    _log.warning("callback failed: %s: %.200s", type(exc).__name__, exc)
+
+
 def create_app(logdir: str | os.PathLike) -> dash.Dash:
     """The workbench for the runs in `logdir`; serve it with app.run(host, port)."""
     data.set_logdir(logdir)
     app = dash.Dash(
         __name__, use_pages=True, pages_folder="", assets_folder=str(ASSETS),
-        title=TITLE, suppress_callback_exceptions=True, update_title=None)
+        title=TITLE, suppress_callback_exceptions=True, update_title=None,
+        on_error=_callback_failed)
     for order, page in enumerate(PAGES):
         dash.register_page(page.__name__, path=page.PATH, name=page.NAME, title=f"{page.NAME} · "
                            f"{TITLE}", order=order, layout=page.layout)
         page.register_callbacks(app)
     app.layout = _shell(_shown_logdir(logdir))
+    request_checks.install(app)
     return app

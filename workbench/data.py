@@ -1,20 +1,21 @@
 """The workbench's one door to recorded runs: resolves run names inside the log directory
 and caches reader queries keyed by the run's database stamp (mtime and size of the SQLite
-file and its WAL), so a live run refreshes and a finished one is read once."""
+file and its WAL), so a live run refreshes and a finished one is read once. Every query
+goes through one single-flight cache bounded in entries and bytes; every key is built from
+validated values, never from what a client sent as is."""
 
 from __future__ import annotations
 
 import os
-import threading
-from collections import OrderedDict
-from collections.abc import Callable, Hashable
+from collections.abc import Hashable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from engine.record import RunReader, list_runs
+from engine.record import RunReader, RunStoreError, list_runs
 from engine.record.schema import (
+    DAMAGED,
     DATABASE_NAME,
     UNREADABLE,
     DeviceRecord,
@@ -23,14 +24,17 @@ from engine.record.schema import (
     RunInfo,
 )
 from viz.layout import layered_layout
-from viz.scopes import GraphView, default_expansion, scope_view
+from viz.scalars import Curve, scalar_curve
+from viz.scopes import GraphView, all_scopes, default_expansion, scope_view
+from workbench.cache import SingleFlightCache
 
 CACHE_ENTRIES = 256
+CACHE_BYTES = 512 << 20        # a 1M-point scalar series is 16 MB; a large graph a few MB
+MAX_NAME_CHARS = 255           # the longest folder name common file systems allow
 Position = tuple[float, float]
 
 _logdir = Path("runs")
-_cache: OrderedDict[Hashable, Any] = OrderedDict()
-_lock = threading.Lock()
+_cache = SingleFlightCache(CACHE_ENTRIES, CACHE_BYTES)
 
 
 class UnknownRunError(LookupError):
@@ -48,61 +52,101 @@ def logdir() -> Path:
 
 
 def clear_cache() -> None:
-    with _lock:
-        _cache.clear()
+    _cache.clear()
 
 
-def _cached(key: Hashable, compute: Callable[[], Any]) -> Any:
-    with _lock:
-        if key in _cache:
-            _cache.move_to_end(key)
-            return _cache[key]
-    value = compute()
-    with _lock:
-        _cache[key] = value
-        while len(_cache) > CACHE_ENTRIES:
-            _cache.popitem(last=False)
-    return value
+def cache_stats() -> tuple[int, int]:
+    """(entries, estimated bytes) the query cache holds now."""
+    return _cache.stats()
+
+
+def shown(text: str) -> str:
+    """text with the log directory's own path taken out, so messages name files relative
+    to it and never show where the server keeps them."""
+    for prefix in {str(_logdir), str(_logdir.resolve())} - {"."}:
+        text = text.replace(prefix + os.sep, "")
+    return text
 
 
 def runs() -> list[RunInfo]:
-    """Every folder in the log directory (unreadable ones included); none if it is missing."""
-    return list_runs(_logdir) if _logdir.is_dir() else []
+    """Every folder in the log directory (unreadable and damaged ones included); none if it
+    is missing. Not cached (a run's status changes with time alone), but single-flight:
+    requests that arrive together share one listing."""
+    if not _logdir.is_dir():
+        return []
+    return _cache.get(("runs", str(_logdir)), lambda: list_runs(_logdir), keep=False)
 
 
 def readable_run_names() -> list[str]:
-    """Readable runs, most recently started first."""
-    readable = [info for info in runs() if info.status != UNREADABLE]
-    readable.sort(key=lambda info: (-(info.started or 0.0), info.name))
-    return [info.name for info in readable]
+    """Runs that can be opened (damaged ones included: what is whole still shows), most
+    recently started first."""
+    return [info.name for info in _by_recency(runs()) if info.status != UNREADABLE]
 
 
-def run_path(name: str) -> Path:
+def healthy_run_names() -> list[str]:
+    """Readable runs with no damage found, most recently started first: the ones a page
+    opens when the user asked for none."""
+    return [info.name for info in _by_recency(runs())
+            if info.status not in (UNREADABLE, DAMAGED)]
+
+
+def _by_recency(infos: list[RunInfo]) -> list[RunInfo]:
+    return sorted(infos, key=lambda info: (-(info.started or 0.0), info.name))
+
+
+def check_name(name: Any) -> str:
+    """name when it could name a run folder directly in the log directory (a str, not too
+    long, no path separator or NUL, not . or ..); UnknownRunError otherwise."""
+    if not isinstance(name, str):
+        raise UnknownRunError(f"a run name must be text, got {type(name).__name__}")
+    if not name or len(name) > MAX_NAME_CHARS:
+        raise UnknownRunError(f"not a run name: {_clipped(name)} ({len(name)} characters)")
+    if name in (".", "..") or "/" in name or os.sep in name or "\0" in name:
+        raise UnknownRunError(f"not a run name: {_clipped(name)}")
+    return name
+
+
+def run_path(name: Any) -> Path:
     """The folder of run `name`; only plain names of folders directly in the log directory
     are accepted, so a query string cannot reach outside it."""
-    if not name or name in (".", "..") or "/" in name or os.sep in name:
-        raise UnknownRunError(f"not a run name: {name!r}")
-    path = _logdir / name
-    if not (path / DATABASE_NAME).is_file():
-        raise UnknownRunError(f"no run named {name!r} in {_logdir}")
+    path = _logdir / check_name(name)
+    try:
+        found = (path / DATABASE_NAME).is_file()
+    except OSError:
+        found = False
+    if not found:
+        raise UnknownRunError(f"no run named {_clipped(name)} in the log directory")
     return path
 
 
+def _clipped(text: str, limit: int = 60) -> str:
+    return repr(text) if len(text) <= limit else repr(text[:limit]) + "…"
+
+
 def _stamp(path: Path) -> tuple:
+    """What changes when the run does. An empty WAL counts as none: the first reader of a
+    closed run creates one, which must not make every cached query of that run miss."""
     parts = []
     for suffix in ("", "-wal"):
         try:
             stat = os.stat(f"{path / DATABASE_NAME}{suffix}")
-            parts += [stat.st_mtime_ns, stat.st_size]
         except FileNotFoundError:
             parts += [0, 0]
+            continue
+        parts += [stat.st_mtime_ns, stat.st_size] if stat.st_size else [0, 0]
     return tuple(parts)
 
 
 def _query(name: str, what: str, *args: Hashable) -> Any:
     path = run_path(name)
     key = (str(path), _stamp(path), what, args)
-    return _cached(key, lambda: getattr(RunReader(path), what)(*args))
+
+    def read() -> Any:
+        try:
+            return getattr(RunReader(path), what)(*args)
+        except RunStoreError as exc:    # the same kind (a missing tag stays a key error)
+            raise type(exc)(shown(str(exc))) from exc
+    return _cache.get(key, read)
 
 
 def info(name: str) -> RunInfo:
@@ -129,23 +173,44 @@ def scalars(name: str, tag: str) -> tuple[np.ndarray, np.ndarray]:
     return _query(name, "scalars", tag)
 
 
-def default_expanded(name: str) -> frozenset[str]:
-    """The scopes opened when a graph is first shown (cached per graph version)."""
-    record = graph(name)
-    if record is None:
-        return frozenset()
-    return _cached((str(run_path(name)), record.version, "default_expansion"),
-                   lambda: default_expansion(record))
+def curve(name: str, tag: str, smoothing: float) -> Curve:
+    """The tag's series smoothed and downsampled for drawing, computed once per (run state,
+    tag, smoothing) however many pages ask together."""
+    path = run_path(name)
+    # The stamp before the read: a commit in between only makes the next request recompute.
+    key = (str(path), _stamp(path), "curve", tag, float(smoothing))
+    steps, values = scalars(name, tag)
+    return _cache.get(key, lambda: scalar_curve(steps, values, smoothing))
 
 
-def graph_view(name: str, expanded: frozenset[str]) -> tuple[GraphView, dict[str, Position]]:
-    """The visible graph for these expanded scopes and its layout. Layouts are cached by
-    (run path, graph version, expanded set): a version never changes once recorded."""
+def _graph_key(name: str) -> tuple[GraphRecord, tuple]:
     record = graph(name)
     if record is None:
         raise UnknownRunError(f"run {name!r} recorded no graph")
-    view = scope_view(record, placements(name, record.version), expanded)
-    key = (str(run_path(name)), record.version, view.expanded, "layout")
-    positions = _cached(key, lambda: layered_layout(
+    return record, (str(run_path(name)), record.version)
+
+
+def scopes(name: str) -> frozenset[str]:
+    """Every name scope of the run's graph (cached per graph version)."""
+    record, key = _graph_key(name)
+    return _cache.get((*key, "scopes"), lambda: all_scopes(record))
+
+
+def default_expanded(name: str) -> frozenset[str]:
+    """The scopes opened when a graph is first shown (cached per graph version)."""
+    if graph(name) is None:
+        return frozenset()
+    record, key = _graph_key(name)
+    return _cache.get((*key, "default_expansion"), lambda: default_expansion(record))
+
+
+def graph_view(name: str, expanded: frozenset[str]) -> tuple[GraphView, dict[str, Position]]:
+    """The visible graph for these expanded scopes and its layout. Only the graph's own
+    scopes count (the rest of what a client sends is dropped before it reaches a key), and
+    layouts are cached by (run path, graph version, scopes): a version never changes."""
+    record, key = _graph_key(name)
+    view = scope_view(record, placements(name, record.version),
+                      frozenset(expanded) & scopes(name))
+    positions = _cache.get((*key, view.expanded, "layout"), lambda: layered_layout(
         [node.name for node in view.nodes], [(edge.src, edge.dst) for edge in view.edges]))
     return view, positions

@@ -4,10 +4,13 @@ calls and works while a writer is live (WAL) or after the writing process was ki
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import functools
 import json
+import math
 import os
+import re
 import sqlite3
 import time
 from collections.abc import Callable, Iterator
@@ -19,6 +22,7 @@ import numpy as np
 
 from engine.record import store
 from engine.record.schema import (
+    DAMAGED,
     DATABASE_NAME,
     FINISHED,
     INTERRUPTED,
@@ -75,6 +79,9 @@ def _damage_is_a_store_error(query):
             return query(self, *args, **kwargs)
         except (RunStoreError, RunReaderUsageError):
             raise
+        except OSError as exc:      # a file vanished or may not be read mid-query
+            raise RunStoreError(f"{self._db}: cannot read in {query.__name__}() "
+                                f"({type(exc).__name__}: {exc})") from exc
         except (ValueError, TypeError, KeyError, IndexError, AttributeError) as exc:
             raise RunStoreError(f"{self._db}: damaged record in {query.__name__}() "
                                 f"({type(exc).__name__}: {exc})") from exc
@@ -148,11 +155,11 @@ class RunReader:
         with self._connect() as conn:
             tag_id = self._tag_id(conn, store.SCALAR, tag)
             rows = conn.execute("SELECT step, value FROM scalars WHERE tag_id = ? "
-                                "ORDER BY step, seq", (tag_id,)).fetchall()
-        steps = np.fromiter((row[0] for row in rows), dtype=np.int64, count=len(rows))
-        # SQLite stores NaN as NULL; float64 conversion turns None back into NaN.
-        values = np.array([row[1] for row in rows], dtype=np.float64)
-        return steps, values
+                                "ORDER BY step, seq", (tag_id,))
+            # Straight from the cursor into one array: no list of a million row tuples.
+            # SQLite stores NaN as NULL; the float64 field turns None back into NaN.
+            points = np.fromiter(rows, dtype=_SCALAR_ROW)
+        return points["step"].copy(), points["value"].copy()
 
     def scalar_wall_times(self, tag: str) -> np.ndarray:
         with self._connect() as conn:
@@ -220,6 +227,25 @@ class RunReader:
                 "SELECT step, node, op, device, kind, message, inputs, output, stack, seq, "
                 "wall_time FROM alerts ORDER BY seq").fetchall()
         return [_alert(row) for row in rows]
+
+    def damage(self) -> str | None:
+        """What is damaged in this run, in words (the file, relative to the log directory, and
+        what is wrong), or None. Cheap enough for every listing: each side file a row names is
+        stat'ed and its .npy header read (the file must be as long as the header promises).
+        Rows are not decoded: a damaged row is found by the query that reads it."""
+        with self._connect() as conn:
+            named = [(table, seq, blob) for table in _BLOB_TABLES if _has_table(conn, table)
+                     for seq, blob in conn.execute(
+                         f"SELECT seq, blob FROM {table} WHERE blob IS NOT NULL")]
+        problems = []
+        for table, seq, blob in named:
+            problem = self._side_file_problem(blob)
+            if problem:
+                problems.append(f"{problem} (named by {table} row {seq})")
+        if not problems:
+            return None
+        more = f"; {len(problems)} of {len(named)} side files damaged" if len(problems) > 1 else ""
+        return problems[0] + more
 
     # Engine records.
 
@@ -380,7 +406,29 @@ class RunReader:
             raise RunStoreKeyError(f"no step {step} in run {self._dir}; recorded steps: {known}")
         return row[0]
 
+    def _shown(self, path: Path) -> str:
+        """path relative to the log directory (the run folder's parent), for messages."""
+        return os.path.join(self._dir.name, os.path.relpath(path, self._dir))
+
+    def _side_file_problem(self, blob_id: Any) -> str | None:
+        """What is wrong with the side file a row names, or None when it is whole."""
+        if not isinstance(blob_id, str) or not _BLOB_ID.fullmatch(blob_id):
+            return f"{self._shown(self._db)}: a row names side file {blob_id!r}, not a " \
+                   "side-file name"
+        path = store.blob_path(self._dir, blob_id)
+        try:
+            with open(path, "rb") as handle:
+                problem = _npy_problem(handle, os.fstat(handle.fileno()).st_size)
+        except FileNotFoundError:
+            problem = "side file missing"
+        except OSError as exc:
+            problem = f"cannot read side file: {exc.strerror or exc}"
+        return None if problem is None else f"{self._shown(path)}: {problem}"
+
     def _blob(self, blob_id: str) -> np.ndarray:
+        if not isinstance(blob_id, str) or not _BLOB_ID.fullmatch(blob_id):
+            raise RunStoreError(f"{self._db}: a row names side file {blob_id!r}, not a "
+                                "side-file name")
         try:
             return store.read_blob(self._dir, blob_id)
         except (OSError, ValueError) as exc:
@@ -415,7 +463,7 @@ class RunReader:
 
 
 # Every query, so no damaged row escapes as a decoding error.
-_QUERIES = ("info", "tags", "histogram_tags", "text_tags", "scalars", "scalar_wall_times",
+_QUERIES = ("info", "damage", "tags", "histogram_tags", "text_tags", "scalars", "scalar_wall_times",
             "histograms", "texts", "image_tags", "images", "tensor_summary_nodes",
             "tensor_summaries", "alerts", "devices", "graph_versions", "graph", "placements",
             "plans", "partitions", "cut_edges", "steps", "step_stats", "transfers", "events")
@@ -424,19 +472,84 @@ for _name in _QUERIES:
 
 
 def list_runs(logdir: str | os.PathLike) -> list[RunInfo]:
-    """Every subfolder of logdir, by name; one that is not a readable run store is listed as
-    UNREADABLE with the reason instead of raising."""
+    """Every subfolder of logdir, by name, never raising for one of them: a folder that is
+    not a run store it can open is UNREADABLE, one that opens but has a damaged side file or
+    database is DAMAGED (whatever its writer's status was); `error` says which file (relative
+    to logdir) and what is wrong."""
     root = Path(logdir)
     if not root.is_dir():
         raise FileNotFoundError(errno.ENOENT, "log directory does not exist", str(root))
-    infos = []
-    for child in sorted((p for p in root.iterdir() if p.is_dir()), key=lambda p: p.name):
-        try:
-            infos.append(RunReader(child).info())
-        except Exception as exc:  # noqa: BLE001 -- one broken folder must not hide the others
-            infos.append(RunInfo(name=child.name, path=str(child), status=UNREADABLE,
-                                 error=f"{type(exc).__name__}: {exc}"))
-    return infos
+    return [_listed(child, root)
+            for child in sorted((p for p in root.iterdir() if p.is_dir()), key=lambda p: p.name)]
+
+
+def _listed(child: Path, root: Path) -> RunInfo:
+    # One broken folder must not hide the others: whatever it raises becomes its reason.
+    try:
+        reader = RunReader(child)
+    except Exception as exc:  # noqa: BLE001
+        status = DAMAGED if _sqlite_says_corrupt(exc) else UNREADABLE
+        return RunInfo(name=child.name, path=str(child), status=status,
+                       error=_reason(exc, root))
+    try:
+        info = reader.info()
+        damage = reader.damage()
+    except Exception as exc:  # noqa: BLE001
+        return RunInfo(name=child.name, path=str(child), status=DAMAGED,
+                       error=_reason(exc, root))
+    return info if damage is None else dataclasses.replace(info, status=DAMAGED, error=damage)
+
+
+def _sqlite_says_corrupt(exc: BaseException) -> bool:
+    """SQLITE_CORRUPT ("database disk image is malformed": a run store whose database was
+    truncated or overwritten) somewhere in the chain, as opposed to SQLITE_NOTADB (the file
+    was never a database) or a folder that is not a run store."""
+    while exc is not None:
+        if isinstance(exc, sqlite3.DatabaseError) and \
+                getattr(exc, "sqlite_errorcode", 0) & 0xFF == _SQLITE_CORRUPT:
+            return True
+        exc = exc.__cause__
+    return False
+
+
+_SQLITE_CORRUPT = 11
+
+
+def _reason(exc: Exception, root: Path) -> str:
+    """The exception in words with paths relative to the log directory (a listing is shown
+    to people who need not see where the server keeps its files)."""
+    text = str(exc) if isinstance(exc, RunStoreError) else f"{type(exc).__name__}: {exc}"
+    for prefix in {str(root), str(root.resolve())} - {"."}:
+        text = text.replace(prefix + os.sep, "")
+    return text
+
+
+_SCALAR_ROW = np.dtype([("step", np.int64), ("value", np.float64)])
+
+# Tables whose rows may name a side file (a `blob` column), and what the writer names one
+# ("<seq>-<kind>"): a row naming anything else, such as "../x", is damage, never a path.
+_BLOB_TABLES = ("graphs", "partitions", "histograms", "texts", "images")
+_BLOB_ID = re.compile(r"[0-9A-Za-z_-]{1,100}")
+_NPY_HEADERS = {(1, 0): np.lib.format.read_array_header_1_0,
+                (2, 0): np.lib.format.read_array_header_2_0}
+
+
+def _npy_problem(handle, size: int) -> str | None:
+    """What is wrong with an open .npy file of `size` bytes, from its header alone."""
+    try:
+        version = np.lib.format.read_magic(handle)
+        read_header = _NPY_HEADERS.get(version)
+        if read_header is None:
+            return f"not a .npy file this reader understands (format version {version})"
+        shape, _fortran, dtype = read_header(handle)
+    except (ValueError, SyntaxError, TypeError, EOFError) as exc:
+        return f"not a .npy file ({exc})"
+    if dtype.hasobject:
+        return "holds Python objects (it cannot be read without pickle)"
+    expected = handle.tell() + math.prod(shape) * dtype.itemsize
+    if size < expected:
+        return f"truncated: {size} bytes, its header promises {expected}"
+    return None
 
 
 def _read_meta(db: Path, conn: sqlite3.Connection) -> dict[str, Any]:

@@ -16,7 +16,8 @@ DATABASE_NAME = "run.sqlite"
 RUNNING = "running"            # a writer is open and has written recently
 FINISHED = "finished"          # the writer was closed cleanly
 INTERRUPTED = "interrupted"    # never closed and silent for a while: the process died
-UNREADABLE = "unreadable"      # the folder is not a run store we can read (see RunInfo.error)
+UNREADABLE = "unreadable"      # the folder is not a run store we can open (see RunInfo.error)
+DAMAGED = "damaged"            # it opens, but a side file or the database is damaged (error)
 
 # Why the placer put a node where it did.
 EXPLICIT = "explicit"          # the node's own device spec chose the device
@@ -232,11 +233,12 @@ class AlertRecord:
 class RunInfo:
     name: str
     path: str
-    status: str                # RUNNING | FINISHED | INTERRUPTED | UNREADABLE
+    status: str                # RUNNING | FINISHED | INTERRUPTED | UNREADABLE | DAMAGED
     started: float | None = None
     updated: float | None = None
     num_steps: int = 0
     tags: tuple[str, ...] = ()
     config: dict = field(default_factory=dict)
-    error: str | None = None   # why the run is UNREADABLE
+    error: str | None = None   # why the run is UNREADABLE or DAMAGED: file (relative to the
+                               # log directory) and what is wrong
     exception: str | None = None  # the exception that ended the run, when the writer saw one

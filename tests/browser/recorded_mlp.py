@@ -6,6 +6,7 @@ instead only has to fill the same fields."""
 
 from __future__ import annotations
 
+import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -182,3 +183,34 @@ def record_sample_runs(logdir: Path) -> RecordedRuns:
                         unreadable=write_unreadable(logdir), node="layer1/MatMul",
                         node_op="MatMul", node_device="GPU:0",
                         soft_fallback_node="layer2/step_count")
+
+
+@dataclass(frozen=True)
+class DamagedRuns:
+    logdir: Path
+    missing_graph: str         # its graph's side file is gone: listed damaged, no graph
+    missing_file: str          # the side file's name, as messages give it
+    bad_scalars: str           # a scalar row holds text: listed finished, the curve fails
+
+
+def write_damaged_runs(logdir: Path) -> DamagedRuns:
+    """Two MLP runs damaged after recording, beside whatever runs logdir holds already; the
+    one with the missing graph is the newest, so a page asked for no run meets it first."""
+    bad_scalars = Path(logdir) / write_mlp_run(logdir, "bad-scalars", 0.3, seed=3)
+    conn = sqlite3.connect(bad_scalars / "run.sqlite")
+    with conn:
+        conn.execute("UPDATE scalars SET value = 'not a number' WHERE step = 3")
+    conn.close()
+    graph, placements = mlp_graph()
+    big = NodeRecord("constants/table", "Const", (), "", {"value": [0.5] * 20_000},
+                     (TensorSpec("float32", (20_000,)),), STACK)
+    with RunWriter(logdir, "damaged-graph") as run:
+        run.devices(DEVICES)
+        run.graph(GraphRecord(1, graph.nodes + (big,)))
+        run.placements(placements)
+        for step in range(LOSS_STEPS):
+            run.scalar("loss", 1.0 / (step + 1), step)
+        missing_graph = Path(run.path)
+    (blob,) = (missing_graph / "blobs").iterdir()
+    blob.unlink()
+    return DamagedRuns(Path(logdir), missing_graph.name, blob.name, bad_scalars.name)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from viz.scalars import downsample, downsample_indices, scalars_figure, smooth
+from viz.scalars import downsample, downsample_indices, scalar_curve, scalars_figure, smooth
 
 
 def test_smoothing_matches_the_debiased_ema_by_hand():
@@ -87,3 +87,43 @@ def test_vectorized_smoothing_equals_the_point_by_point_definition(weight):
     values[[3, 700, 1999]] = [np.inf, -np.inf, np.nan]
     np.testing.assert_allclose(smooth(values, weight), _smooth_by_loop(values, weight),
                                rtol=1e-9, atol=1e-9)
+
+
+def _downsample_by_loop(values, max_points):
+    """The bucket-by-bucket definition: the reference for the vectorized downsampling."""
+    raw = np.asarray(values, dtype=np.float64)
+    if raw.size <= max_points:
+        return np.arange(raw.size)
+    keep = {0, raw.size - 1}
+    for bucket in np.array_split(np.arange(1, raw.size - 1), (max_points - 2) // 2):
+        chunk = raw[bucket]
+        if np.isfinite(chunk).any():
+            masked = np.where(np.isfinite(chunk), chunk, np.nan)
+            keep.update((bucket[np.nanargmin(masked)], bucket[np.nanargmax(masked)]))
+        else:
+            keep.add(bucket[0])
+    return np.array(sorted(keep))
+
+
+@pytest.mark.parametrize("count, max_points", [(2001, 2000), (2003, 2000), (5000, 10),
+                                               (100_000, 2000), (12_345, 77), (9, 4)])
+def test_vectorized_downsampling_equals_the_bucket_by_bucket_definition(count, max_points):
+    rng = np.random.default_rng(count)
+    series = [rng.normal(size=count), np.round(rng.normal(size=count))]  # ties too
+    holed = rng.normal(size=count)
+    holed[rng.random(count) < 0.3] = np.nan
+    holed[rng.random(count) < 0.1] = np.inf
+    holed[: count // 3] = np.nan                       # whole buckets without a finite value
+    for values in series + [holed]:
+        np.testing.assert_array_equal(downsample_indices(values, max_points),
+                                      _downsample_by_loop(values, max_points))
+
+
+def test_a_curve_is_smoothed_over_every_point_then_downsampled():
+    values = np.random.default_rng(3).normal(size=10_000).cumsum()
+    curve = scalar_curve(np.arange(10_000) * 2, values, 0.9, max_points=500)
+    keep = downsample_indices(values, 500)
+    np.testing.assert_array_equal(curve.steps, keep * 2)
+    np.testing.assert_array_equal(curve.raw, values[keep])
+    np.testing.assert_allclose(curve.smoothed, smooth(values, 0.9)[keep])
+    assert scalar_curve([0, 1], [1.0, 3.0], 0.0).smoothed.tolist() == [1.0, 3.0]

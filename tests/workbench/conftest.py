@@ -53,3 +53,9 @@ def texts(component) -> str:
 @pytest.fixture
 def text_of():
     return texts
+
+
+@pytest.fixture
+def damaged(recorded):
+    """The sample runs plus two damaged ones (a missing graph side file, a bad scalar row)."""
+    return _recorded_mlp().write_damaged_runs(recorded.logdir)

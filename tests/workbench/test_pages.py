@@ -31,11 +31,13 @@ def test_runs_table_says_when_the_logdir_is_empty(empty_logdir, text_of):
 
 
 def test_run_choice_prefers_the_query_then_the_newest(recorded):
-    options, value = graph.run_choice(recorded.runs[1])
-    assert value == recorded.runs[1]
+    options, value, notice = graph.run_choice(recorded.runs[1])
+    assert value == recorded.runs[1] and notice == ""
     assert {o["value"] for o in options} == set(recorded.runs)
-    _, newest = graph.run_choice("no-such-run")
+    _, newest, notice = graph.run_choice("no-such-run")
     assert newest == recorded.runs[1]  # recorded last, so started last
+    assert notice == (f"No readable run named 'no-such-run' in the log directory; "
+                      f"showing {newest}.")
 
 
 def test_expanded_scopes_follow_buttons_and_clicks(recorded):
@@ -103,7 +105,7 @@ def test_soft_fallback_rows_are_highlighted():
 
 
 def test_scalars_one_bold_trace_per_run(recorded):
-    options, chosen = scalars.run_choice(None)
+    options, chosen, _ = scalars.run_choice(None)
     assert set(chosen) == set(recorded.runs)
     tag_options, tags = scalars.tag_choice(chosen, None)
     assert tag_options == ["loss"] and tags == ["loss"]
@@ -115,7 +117,7 @@ def test_scalars_one_bold_trace_per_run(recorded):
 
 
 def test_scalars_query_run_and_empty_choice(recorded, text_of):
-    _, chosen = scalars.run_choice(recorded.run)
+    _, chosen, _ = scalars.run_choice(recorded.run)
     assert chosen == [recorded.run]
     assert "Choose at least one run" in text_of(scalars.curves([], ["loss"], 0.6))
 

@@ -14,7 +14,18 @@ from viz.inspector import node_details
 from viz.message import message_figure
 from viz.scopes import SCOPE, expand_level
 from workbench import data
-from workbench.pages.common import choose_run, labelled, loading, page_header, run_options
+from workbench.inputs import click_target, scope_list, text
+from workbench.pages.common import (
+    answers,
+    choose_run,
+    labelled,
+    loading,
+    message,
+    page_header,
+    run_choices,
+    run_notice,
+    run_options,
+)
 from workbench.pages.graph_inspector import INSPECTOR_HINT, inspector_panel
 
 PATH = "/graph"
@@ -29,6 +40,7 @@ EXPAND_BUTTON = "graph-expand-button"
 DAG_GRAPH = "graph-dag-graph"
 DAG_LOADING = "graph-dag-loading"
 SUMMARY_TEXT = "graph-summary-text"
+NOTICE_TEXT = "graph-notice-text"
 INSPECTOR_DIV = "graph-inspector-div"
 INSPECTOR_LOADING = "graph-inspector-loading"
 
@@ -46,6 +58,7 @@ def layout(run: str | None = None, **_query) -> html.Div:
             html.Button("Expand a level", id=EXPAND_BUTTON, className="button"),
             html.Span(id=SUMMARY_TEXT, className="muted"),
         ]),
+        html.P(id=NOTICE_TEXT, className="message notice"),
         html.Div(className="graph-layout", children=[
             html.Div(className="graph-canvas", children=loading(DAG_LOADING, dcc.Graph(
                 id=DAG_GRAPH, figure=message_figure("Loading graph…"),
@@ -57,36 +70,43 @@ def layout(run: str | None = None, **_query) -> html.Div:
     ])
 
 
-def run_choice(requested: str | None) -> tuple[list[dict], str | None]:
-    names = data.readable_run_names()
-    return run_options(names), choose_run(names, requested)
+@answers(lambda problem: ([], None, problem))
+def run_choice(requested: str | None) -> tuple[list[dict], str | None, str]:
+    """(options, the run to show, a notice when it is not the one asked for): the
+    requested run, else the newest healthy one, else the newest readable one."""
+    names, healthy = run_choices()
+    chosen = choose_run(names, requested, healthy)
+    options = run_options(names, frozenset(names) - frozenset(healthy))
+    return options, chosen, run_notice(requested, chosen)
 
 
 def clicked(click: dict | None) -> tuple[str, str] | None:
     """(name, kind) of the clicked node; None when the click was not on a node."""
-    points = (click or {}).get("points") or []
-    custom = points[0].get("customdata") if points else None
-    if not custom or len(custom) != 2:
-        return None
-    return str(custom[0]), str(custom[1])
+    return click_target(click)
 
 
+@answers(lambda _problem: [])
 def next_expanded(trigger: str | None, run: str | None, click: dict | None,
                   current: list[str] | None) -> list[str]:
     """The expanded scopes after `trigger`: a new run gets its default, the buttons collapse
-    all or open one more level, a click on a collapsed scope opens that scope."""
+    all or open one more level, a click on a collapsed scope opens that scope. Only the
+    graph's own scopes are kept, whatever the page sent back."""
     if not run:
         return []
+    run = data.check_name(run)
+    current = scope_list(current)
     if trigger == COLLAPSE_BUTTON:
         return []
     if trigger == EXPAND_BUTTON and current is not None:
         graph = data.graph(run)
-        return sorted(expand_level(graph, current)) if graph else []
+        if graph is None:
+            return []
+        return sorted(expand_level(graph, set(current) & data.scopes(run)))
     if trigger == DAG_GRAPH and current is not None:
         target = clicked(click)
         if target is None or target[1] != SCOPE:
             return no_update
-        return sorted(set(current) | {target[0]})
+        return sorted((set(current) | {target[0]}) & data.scopes(run))
     return sorted(data.default_expanded(run))
 
 
@@ -94,14 +114,18 @@ def update_expanded(run, _collapse, _expand, click, current):
     return next_expanded(dash.ctx.triggered_id, run, click, current)
 
 
+@answers(lambda problem: (message_figure(problem), ""))
 def dag_figure(run: str | None, expanded: list[str] | None, selected: str) -> tuple[Figure, str]:
     if not run:
         return message_figure("No readable run in the log directory."), ""
+    run = data.check_name(run)
+    expanded = scope_list(expanded) or ()
+    selected = text(selected, "the selected node")
     graph = data.graph(run)
     if graph is None:
         return message_figure(f"Run {run} recorded no graph."), ""
-    view, positions = data.graph_view(run, frozenset(expanded or ()))
-    figure = graph_figure(view, positions, data.devices(run), selected=selected or "")
+    view, positions = data.graph_view(run, frozenset(expanded))
+    figure = graph_figure(view, positions, data.devices(run), selected=selected)
     # Same run and scopes -> same revision, so selecting a node keeps the user's zoom.
     figure.update_layout(uirevision=f"{run}:{zlib.crc32(' '.join(sorted(view.expanded)).encode())}")
     cuts = sum(edge.cut for edge in view.edges)
@@ -110,11 +134,13 @@ def dag_figure(run: str | None, expanded: list[str] | None, selected: str) -> tu
     return figure, summary
 
 
+@answers(lambda problem: (message(problem), ""))
 def inspect(trigger: str | None, click: dict | None, run: str | None):
     """(inspector children, selected node) for a click; a new run clears both."""
     target = clicked(click) if trigger == DAG_GRAPH else None
     if not run or target is None:
         return INSPECTOR_HINT, ""
+    run = data.check_name(run)
     name, kind = target
     graph = data.graph(run)
     if graph is None:
@@ -123,7 +149,7 @@ def inspect(trigger: str | None, click: dict | None, run: str | None):
         details = node_details(graph, data.placements(run, graph.version), name,
                                as_scope=kind == SCOPE)
     except KeyError as exc:
-        return html.P(str(exc), className="message"), ""
+        return message(exc.args[0] if exc.args else str(exc)), ""
     return inspector_panel(details), name if kind != SCOPE else ""
 
 
@@ -133,7 +159,7 @@ def update_inspector(click, run):
 
 def register_callbacks(app: dash.Dash) -> None:
     app.callback(Output(RUN_DROPDOWN, "options"), Output(RUN_DROPDOWN, "value"),
-                 Input(QUERY_STORE, "data"))(run_choice)
+                 Output(NOTICE_TEXT, "children"), Input(QUERY_STORE, "data"))(run_choice)
     app.callback(Output(EXPANDED_STORE, "data"),
                  Input(RUN_DROPDOWN, "value"), Input(COLLAPSE_BUTTON, "n_clicks"),
                  Input(EXPAND_BUTTON, "n_clicks"), Input(DAG_GRAPH, "clickData"),

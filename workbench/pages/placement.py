@@ -10,7 +10,17 @@ from engine.record.schema import PLACEMENT_REASONS, SOFT_FALLBACK
 from viz.colors import device_label
 from viz.placement import COLUMNS, filter_placement_rows, placement_log_text, placement_rows
 from workbench import data
-from workbench.pages.common import choose_run, labelled, loading, page_header, run_options
+from workbench.inputs import text, text_list
+from workbench.pages.common import (
+    answers,
+    choose_run,
+    labelled,
+    loading,
+    page_header,
+    run_choices,
+    run_notice,
+    run_options,
+)
 
 PATH = "/placement"
 NAME = "Placement"
@@ -25,6 +35,7 @@ LOG_PRE = "placement-log-pre"
 TABLE = "placement-nodes-table"
 TABLE_LOADING = "placement-table-loading"
 LOG_LOADING = "placement-log-loading"
+NOTICE_TEXT = "placement-notice-text"
 
 SOFT_FALLBACK_STYLE = {"if": {"filter_query": f'{{reason}} = "{SOFT_FALLBACK}"'},
                        "backgroundColor": "#fff1cc", "fontWeight": "600"}
@@ -55,32 +66,42 @@ def layout(run: str | None = None, **_query) -> html.Div:
             labelled("Assigned device", dcc.Dropdown(id=DEVICE_DROPDOWN, multi=True)),
             html.Span(id=COUNT_TEXT, className="muted"),
         ]),
+        html.P(id=NOTICE_TEXT, className="message notice"),
         loading(TABLE_LOADING, _table()),
         html.H4("log_device_placement"),
         loading(LOG_LOADING, html.Pre(id=LOG_PRE, className="placement-log")),
     ])
 
 
-def run_choice(requested: str | None) -> tuple[list[dict], str | None]:
-    names = data.readable_run_names()
-    return run_options(names), choose_run(names, requested)
+@answers(lambda problem: ([], None, problem))
+def run_choice(requested: str | None) -> tuple[list[dict], str | None, str]:
+    """(options, the run to show, a notice when it is not the one asked for)."""
+    names, healthy = run_choices()
+    chosen = choose_run(names, requested, healthy)
+    options = run_options(names, frozenset(names) - frozenset(healthy))
+    return options, chosen, run_notice(requested, chosen)
 
 
+@answers(lambda _problem: [])
 def device_options(run: str | None) -> list[dict]:
     if not run:
         return []
-    assigned = sorted({record.assigned for record in data.placements(run)})
+    assigned = sorted({record.assigned for record in data.placements(data.check_name(run))})
     return [{"label": device_label(name), "value": name} for name in assigned]
 
 
-def placement_content(run: str | None, text: str | None, reasons: list[str] | None,
+@answers(lambda problem: ([], "", problem))
+def placement_content(run: str | None, search: str | None, reasons: list[str] | None,
                       devices: list[str] | None) -> tuple[list[dict], str, str]:
     """(table rows, log text, count line) for the chosen run and filters."""
     if not run:
         return [], "", "No readable run in the log directory."
+    run = data.check_name(run)
+    search = text(search, "the search text")
+    reasons = text_list(reasons, "the reasons")
+    devices = text_list(devices, "the devices")
     records = data.placements(run)
-    rows = filter_placement_rows(placement_rows(records), text or "", reasons or (),
-                                 devices or ())
+    rows = filter_placement_rows(placement_rows(records), search, reasons, devices)
     shown = {row["node"] for row in rows}
     log = placement_log_text(record for record in records if record.node in shown)
     fallbacks = sum(1 for row in rows if row["soft_fallback"])
@@ -91,7 +112,7 @@ def placement_content(run: str | None, text: str | None, reasons: list[str] | No
 
 def register_callbacks(app: dash.Dash) -> None:
     app.callback(Output(RUN_DROPDOWN, "options"), Output(RUN_DROPDOWN, "value"),
-                 Input(QUERY_STORE, "data"))(run_choice)
+                 Output(NOTICE_TEXT, "children"), Input(QUERY_STORE, "data"))(run_choice)
     app.callback(Output(DEVICE_DROPDOWN, "options"), Input(RUN_DROPDOWN, "value"))(
         device_options)
     app.callback(Output(TABLE, "data"), Output(LOG_PRE, "children"), Output(COUNT_TEXT, "children"),

@@ -1,5 +1,6 @@
 """Runs page (`/`): every folder in the log directory with its status, steps, tags and start
-time, unreadable folders included; polls so new runs appear while they are written."""
+time, unreadable and damaged folders included with the reason; polls so new runs appear
+while they are written."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from dash import Input, Output, dcc, html
 
 from engine.record.schema import UNREADABLE, RunInfo
 from workbench import data
-from workbench.pages.common import loading, message, page_header
+from workbench.pages.common import answers, loading, message, page_header
 
 PATH = "/"
 NAME = "Runs"
@@ -45,11 +46,14 @@ def _row(info: RunInfo) -> html.Tr:
     if unreadable:
         links = html.Span(info.error or "not a run store", className="run-error")
     else:
+        # A damaged run still opens: what is whole shows, and each page says what is not.
         links = html.Span([_page_link("/graph", info.name, "graph"), " · ",
                            _page_link("/placement", info.name, "placement"), " · ",
                            _page_link("/scalars", info.name, "scalars")])
     tags = ", ".join(info.tags[:TAG_LIMIT]) + (" …" if len(info.tags) > TAG_LIMIT else "")
     status = [html.Span(info.status, className=f"status status-{info.status}")]
+    if info.error and not unreadable:
+        status.append(html.Div(info.error, className="run-error run-damage"))
     if info.exception:
         status.append(html.Div(info.exception, className="run-error"))
     return html.Tr(className=f"run-row run-{info.status}", children=[
@@ -62,11 +66,12 @@ def _row(info: RunInfo) -> html.Tr:
     ])
 
 
+@answers(message)
 def runs_table(_n_intervals: int | None) -> html.Table | html.P:
     """The table of every folder in the log directory, by name; a message when empty."""
     infos = data.runs()
     if not infos:
-        return message(f"No runs in {data.logdir()} yet. Record one with RunWriter or "
+        return message("No runs in the log directory yet. Record one with RunWriter or "
                        "`workbench demo`.", EMPTY_TEXT)
     header = html.Tr([html.Th(text) for text in
                       ("Run", "Status", "Steps", "Scalar tags", "Started", "Open")])

@@ -6,9 +6,20 @@ from __future__ import annotations
 import dash
 from dash import Input, Output, State, dcc, html
 
-from viz.scalars import scalars_figure
-from workbench import data
-from workbench.pages.common import labelled, loading, message, page_header, run_options
+from viz.scalars import curves_figure
+from workbench import data, inputs
+from workbench.pages.common import (
+    PROBLEMS,
+    answers,
+    labelled,
+    loading,
+    message,
+    page_header,
+    problem_text,
+    run_choices,
+    run_notice,
+    run_options,
+)
 
 PATH = "/scalars"
 NAME = "Scalars"
@@ -23,6 +34,7 @@ SMOOTHING_SLIDER = "scalars-smoothing-slider"
 REFRESH_INTERVAL = "scalars-refresh-interval"
 CURVES_DIV = "scalars-curves-div"
 CURVES_LOADING = "scalars-curves-loading"
+NOTICE_TEXT = "scalars-notice-text"
 
 
 def layout(run: str | None = None, **_query) -> html.Div:
@@ -38,47 +50,81 @@ def layout(run: str | None = None, **_query) -> html.Div:
                 marks={0: "0", 0.6: "0.6", 0.99: "0.99"},
                 tooltip={"placement": "bottom", "always_visible": False})),
         ]),
+        html.P(id=NOTICE_TEXT, className="message notice"),
         loading(CURVES_LOADING, html.Div(id=CURVES_DIV)),
     ])
 
 
-def run_choice(requested: str | None) -> tuple[list[dict], list[str]]:
-    """Every readable run as an option; the requested one chosen, else all of them."""
-    names = data.readable_run_names()
-    chosen = [requested] if requested in names else names
-    return run_options(names), chosen
+@answers(lambda problem: ([], [], problem))
+def run_choice(requested: str | None) -> tuple[list[dict], list[str], str]:
+    """Every readable run as an option; the requested one chosen, else every healthy one
+    (every readable one when none is healthy), and a notice when the request was not met."""
+    names, healthy = run_choices()
+    if isinstance(requested, str) and requested in names:
+        chosen = [requested]
+    else:
+        chosen = healthy or names
+    options = run_options(names, frozenset(names) - frozenset(healthy))
+    return options, chosen, run_notice(requested, requested if chosen == [requested] else None)
 
 
+@answers(lambda _problem: ([], []))
 def tag_choice(runs: list[str] | None, current: list[str] | None) -> tuple[list[str], list[str]]:
     """Tags of the chosen runs; keeps the current choice where it still exists, else
-    "loss" when there is one, else the first tag."""
-    tags = sorted({tag for run in runs or () for tag in data.tags(run)})
-    kept = [tag for tag in current or () if tag in tags]
+    "loss" when there is one, else the first tag. A run that cannot be read adds none (the
+    curves say why)."""
+    current = inputs.text_list(current, "the tags")
+    tags = set()
+    for run in inputs.text_list(runs, "the runs"):
+        try:
+            tags.update(data.tags(data.check_name(run)))
+        except PROBLEMS:
+            continue
+    tags = sorted(tags)
+    kept = [tag for tag in current if tag in tags]
     if kept:
         return tags, kept
     return tags, [DEFAULT_TAG] if DEFAULT_TAG in tags else tags[:1]
 
 
+@answers(lambda problem: [message(problem)])
 def curves(runs: list[str] | None, tags: list[str] | None, smoothing: float | None,
            _n_intervals: int | None = None) -> list:
-    """One graph per tag, one colour per run."""
+    """One graph per tag, one colour per run; a message for each run that cannot be read
+    (the others still draw)."""
+    runs = [data.check_name(run) for run in inputs.text_list(runs, "the runs")]
+    tags = inputs.text_list(tags, "the tags")
     if not runs or not tags:
         return [message("Choose at least one run and one tag.")]
-    weight = DEFAULT_SMOOTHING if smoothing is None else float(smoothing)
+    weight = inputs.smoothing(smoothing, DEFAULT_SMOOTHING)
+    problems: dict[str, str] = {}
     graphs = []
     for tag in tags:
-        series = {run: data.scalars(run, tag) for run in runs if tag in data.tags(run)}
-        figure = scalars_figure(series, tag, weight)
+        drawn = {}
+        for run in runs:
+            if run in problems:
+                continue
+            try:
+                if tag in data.tags(run):
+                    drawn[run] = data.curve(run, tag, weight)
+            except PROBLEMS as exc:
+                problems[run] = problem_text(exc)
+        if not drawn:
+            continue
+        figure = curves_figure(drawn, tag)
         # A constant revision per tag keeps the user's zoom across the periodic refresh.
         figure.update_layout(uirevision=tag)
         graphs.append(dcc.Graph(id={"type": "scalars-curve-graph", "tag": tag}, figure=figure,
                                 config={"displaylogo": False}))
-    return graphs
+    notes = [message(f"{run}: {text}") for run, text in problems.items()]
+    if not graphs and not notes:
+        notes = [message("None of the chosen runs has the chosen tags.")]
+    return notes + graphs
 
 
 def register_callbacks(app: dash.Dash) -> None:
     app.callback(Output(RUN_DROPDOWN, "options"), Output(RUN_DROPDOWN, "value"),
-                 Input(QUERY_STORE, "data"))(run_choice)
+                 Output(NOTICE_TEXT, "children"), Input(QUERY_STORE, "data"))(run_choice)
     app.callback(Output(TAG_DROPDOWN, "options"), Output(TAG_DROPDOWN, "value"),
                  Input(RUN_DROPDOWN, "value"), State(TAG_DROPDOWN, "value"))(tag_choice)
     app.callback(Output(CURVES_DIV, "children"),

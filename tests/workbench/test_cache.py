@@ -1,0 +1,147 @@
+"""The query cache: one fill per key however many threads ask together (an error reaches
+every waiter and is not cached), bounds in entries and bytes, and keys built only from a
+graph's real scopes; the data module reads a 1M-point series once for 20 requests."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from engine.record import RunReader, RunWriter
+from workbench import data
+from workbench.cache import FillTimeout, SingleFlightCache, estimated_bytes
+from workbench.pages.common import answers
+
+THREADS = 16
+DEADLINE_S = 60
+
+
+def wait_for_waiters(cache: SingleFlightCache, key, count: int) -> None:
+    """Inside a fill: returns once `count` other threads wait for it (a deadline, not a
+    sleep, bounds the spin if something is wrong)."""
+    deadline = time.monotonic() + DEADLINE_S
+    while cache.waiting(key) < count:
+        assert time.monotonic() < deadline, f"only {cache.waiting(key)} of {count} waiting"
+
+
+def run_together(target, count: int = THREADS) -> list:
+    results: list = [None] * count
+
+    def one(index):
+        try:
+            results[index] = target()
+        except Exception as exc:  # noqa: BLE001 -- the test inspects what each thread got
+            results[index] = exc
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(DEADLINE_S)
+    assert not any(thread.is_alive() for thread in threads)
+    return results
+
+
+def test_threads_asking_together_share_one_fill():
+    cache = SingleFlightCache(max_entries=8, max_bytes=1 << 20)
+    computed = []
+
+    def compute():
+        computed.append(1)
+        wait_for_waiters(cache, "k", THREADS - 1)
+        return np.arange(10)
+
+    results = run_together(lambda: cache.get("k", compute))
+    assert len(computed) == 1
+    assert all(result is results[0] for result in results)
+    assert cache.get("k", lambda: pytest.fail("cached")) is results[0]
+
+
+def test_a_failed_fill_fails_for_every_waiter_and_is_not_cached():
+    cache = SingleFlightCache(max_entries=8, max_bytes=1 << 20)
+    computed = []
+
+    def compute():
+        computed.append(1)
+        wait_for_waiters(cache, "k", THREADS - 1)
+        raise KeyError("no such tag")
+
+    results = run_together(lambda: cache.get("k", compute))
+    assert len(computed) == 1
+    assert all(isinstance(result, KeyError) and result.args == ("no such tag",)
+               for result in results)
+    assert len({id(result) for result in results}) == THREADS   # each its own copy
+    assert cache.stats() == (0, 0)
+    assert cache.get("k", lambda: 7) == 7                        # the next ask computes
+
+
+def test_a_waiter_gives_up_after_its_deadline():
+    cache = SingleFlightCache(max_entries=8, max_bytes=1 << 20, wait_s=0.05)
+    started, release = threading.Event(), threading.Event()
+    leader = threading.Thread(target=lambda: cache.get("k", lambda: (started.set(),
+                                                                      release.wait())))
+    leader.start()
+    started.wait(DEADLINE_S)
+    try:
+        with pytest.raises(FillTimeout, match="still computing"):
+            cache.get("k", lambda: pytest.fail("a second fill"))
+    finally:
+        release.set()
+        leader.join(DEADLINE_S)
+
+
+def test_the_cache_is_bounded_in_entries_and_bytes():
+    cache = SingleFlightCache(max_entries=4, max_bytes=10_000)
+    for i in range(10):
+        cache.get(i, lambda: np.zeros(100))                      # ~1 kB each
+    assert cache.stats()[0] == 4
+    for i in range(10, 20):
+        cache.get(i, lambda: np.zeros(1000))                     # ~8 kB each
+    entries, held = cache.stats()
+    assert entries == 1 and held <= 10_000
+    big = cache.get("big", lambda: np.zeros(10_000))             # larger than the budget
+    assert big.size == 10_000 and cache.stats()[1] <= 10_000
+    assert estimated_bytes((np.zeros(1000), np.zeros(1000))) >= 16_000
+
+
+def test_junk_scopes_cannot_grow_the_layout_cache(recorded):
+    real = sorted(data.scopes(recorded.run))
+    data.graph_view(recorded.run, frozenset(real))
+    before = data.cache_stats()
+    rng = np.random.default_rng(0)
+    for _ in range(100):
+        junk = {f"junk/{rng.integers(1 << 60)}" for _ in range(1000)}
+        view, _ = data.graph_view(recorded.run, frozenset(real) | junk)
+        assert view.expanded == frozenset(real)
+    assert data.cache_stats() == before
+
+
+def test_twenty_requests_for_a_long_series_read_it_once(empty_logdir, monkeypatch):
+    with RunWriter(empty_logdir, "long") as writer:
+        for step in range(2000):
+            writer.scalar("loss", 1.0 / (step + 1), step)
+    reads = []
+    original = RunReader.scalars
+
+    def counted(self, tag):
+        reads.append(tag)
+        key = next(key for key in data._cache._flights if key[2] == "scalars")
+        wait_for_waiters(data._cache, key, 19)
+        return original(self, tag)
+    monkeypatch.setattr(RunReader, "scalars", counted)
+    curves = run_together(lambda: data.curve("long", "loss", 0.6), count=20)
+    assert reads == ["loss"]
+    assert all(curve is curves[0] for curve in curves)
+    assert curves[0].steps[-1] == 1999 and len(curves[0].steps) == 2000
+
+
+def test_a_bug_in_a_callback_is_logged_and_still_answered(caplog):
+    @answers(lambda problem: ("message", problem))
+    def broken():
+        raise TypeError("a bug")
+
+    assert broken() == ("message", "Could not show this (TypeError); the server log has the "
+                                   "details.")
+    assert [record.levelname for record in caplog.records] == ["ERROR"]

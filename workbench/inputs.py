@@ -1,0 +1,89 @@
+"""What callbacks receive from the browser, checked before anything uses it: run and tag
+names, lists of them, the smoothing weight, search text, expanded-scope lists, click data.
+A request can carry any JSON in any of these, so a bad value raises BadInput, whose message
+the page shows; nothing here touches the file system."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+MAX_TEXT = 1000                # a name, tag, search text or scope path
+MAX_CHOSEN = 200               # runs, tags, reasons or devices chosen at once
+MAX_SCOPES = 100_000           # expanded scopes sent back (the graph's own bound them later)
+SMOOTHING_MAX = 0.99           # the slider's range: 1.0 would be a flat line at the first point
+
+
+class BadInput(ValueError):
+    """A value a page's control could not have sent: the message says which and why."""
+
+
+def clipped(value: Any, limit: int = 60) -> str:
+    """A short, printable form of a value for a message (never the whole of a huge one)."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def optional_text(value: Any, what: str) -> str | None:
+    """A text value, or None when nothing was sent (None or "")."""
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise BadInput(f"{what} must be text, got {type(value).__name__} {clipped(value)}")
+    if len(value) > MAX_TEXT:
+        raise BadInput(f"{what} is {len(value)} characters long (at most {MAX_TEXT})")
+    return value
+
+
+def text(value: Any, what: str) -> str:
+    return optional_text(value, what) or ""
+
+
+def text_list(value: Any, what: str, limit: int = MAX_CHOSEN) -> list[str]:
+    """A multi-choice value: a list of texts (one text counts as a list of one; None as
+    none), without repeats, in the order sent."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, (list, tuple)):
+        raise BadInput(f"{what} must be a list, got {type(value).__name__} {clipped(value)}")
+    if len(value) > limit:
+        raise BadInput(f"{what}: {len(value)} chosen, at most {limit} at once")
+    return list(dict.fromkeys(text(item, what) for item in value if item not in (None, "")))
+
+
+def smoothing(value: Any, default: float) -> float:
+    """The smoothing weight: a number from 0 to SMOOTHING_MAX (default when not sent)."""
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise BadInput(f"Smoothing must be a number from 0 to {SMOOTHING_MAX}, got "
+                       f"{type(value).__name__} {clipped(value)}")
+    if not (math.isfinite(value) and 0.0 <= value <= SMOOTHING_MAX):
+        raise BadInput(f"Smoothing must be a number from 0 to {SMOOTHING_MAX}, got "
+                       f"{clipped(value)}")
+    return float(value)
+
+
+def scope_list(value: Any) -> list[str] | None:
+    """Expanded scopes kept by the page (None before the first choice)."""
+    if value is None:
+        return None
+    return text_list(value, "the expanded scopes", limit=MAX_SCOPES)
+
+
+def click_target(click: Any) -> tuple[str, str] | None:
+    """(name, kind) of the clicked node from a plotly click event; None when the event is
+    not a click on a node (a click elsewhere, or anything not shaped like an event)."""
+    if not isinstance(click, dict):
+        return None
+    points = click.get("points")
+    if not isinstance(points, list) or not points or not isinstance(points[0], dict):
+        return None
+    custom = points[0].get("customdata")
+    if not isinstance(custom, list) or len(custom) != 2:
+        return None
+    if not all(isinstance(part, str) and 0 < len(part) <= MAX_TEXT for part in custom):
+        return None
+    return custom[0], custom[1]
