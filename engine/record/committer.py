@@ -18,6 +18,10 @@ from engine.record.schema import (
 
 MAX_BATCH_ROWS = 50_000   # a backlog is committed in slices so one transaction stays bounded
 _LIVENESS_SLICE_SECS = 0.05   # how often a waiter checks that the thread is still alive
+# The heartbeat ("updated", "last_step") rides along with a step's commit at most this often:
+# it costs a third of a per-step commit. Readers of an unfinished run take the last step from
+# the rows themselves (reader.py), so nothing is understated after a kill.
+META_EVERY_SECS = 0.25
 FIRST_SEQ = 2             # seq 1 is the "run started" event written with the database
 
 # Queue opcodes: the first element of every queued tuple.
@@ -73,6 +77,7 @@ class Committer(threading.Thread):
         self._commit_due = False
         self._dirty = False            # rows or meta wait for a commit
         self._last_commit = time.monotonic()
+        self._last_meta = self._last_commit
         self._taken = 0                # items taken from the queue
         self.durable = 0               # of those, the ones whose rows are committed
         self._durable_changed = threading.Condition()
@@ -135,12 +140,12 @@ class Committer(threading.Thread):
             try:
                 item = self.items.get(timeout=max(timeout, 0.0))
             except queue.Empty:
-                self._commit()
+                self._commit(heartbeat=True)
                 continue
             self._taken += 1
             opcode = item[0]
             if opcode == OP_FLUSH:
-                self._commit()
+                self._commit(heartbeat=True)
                 item[1].set()
                 continue
             if opcode == OP_CLOSE:
@@ -162,11 +167,14 @@ class Committer(threading.Thread):
                   or time.monotonic() - self._last_commit >= self.commit_secs):
                 self._commit()
 
-    def _commit(self) -> None:
+    def _commit(self, heartbeat: bool = False) -> None:
         # A commit per step is the price of durability, so the Python around it is kept lean:
         # numbers are written as JSON by repr, and only tables holding rows are visited.
-        self._meta["updated"] = repr(time.time())
-        self._meta["last_step"] = "null" if self._last_step is None else str(self._last_step)
+        now = time.monotonic()
+        if heartbeat or self._meta or now - self._last_meta >= META_EVERY_SECS:
+            self._meta["updated"] = repr(time.time())
+            self._meta["last_step"] = "null" if self._last_step is None else str(self._last_step)
+            self._last_meta = now
         conn = self.conn
         try:
             conn.execute("BEGIN")
@@ -176,7 +184,8 @@ class Committer(threading.Thread):
                 if rows:
                     conn.executemany(self._sql[table], rows)
                     rows.clear()
-            conn.executemany(store.META_UPSERT, self._meta.items())
+            if self._meta:
+                conn.executemany(store.META_UPSERT, self._meta.items())
             conn.execute("COMMIT")
             self._new_tags.clear()
             self._meta.clear()

@@ -131,9 +131,12 @@ class RunReader:
         with self._connect() as conn:
             meta = _read_meta(self._db, conn)
             tags = _tags(conn, store.SCALAR)
-        last_step = meta.get("last_step")
+            last_step = meta.get("last_step")
+            status = _status(meta, time.time())
+            if status != FINISHED:   # the heartbeat may lag the rows of a live or killed run
+                last_step = _latest(last_step, _last_recorded_step(conn))
         return RunInfo(
-            name=self._dir.name, path=str(self._dir), status=_status(meta, time.time()),
+            name=self._dir.name, path=str(self._dir), status=status,
             started=meta.get("started"), updated=meta.get("updated"),
             num_steps=0 if last_step is None else last_step + 1, tags=tuple(tags),
             config=meta.get("config") or {}, exception=meta.get("exception"))
@@ -612,6 +615,28 @@ def _alert(row: tuple) -> AlertRecord:
                        tuple(_summary_from_json(i) for i in json.loads(inputs)),
                        _summary_from_json(json.loads(output)), tuple(json.loads(stack)),
                        seq, wall)
+
+
+_TABLE_OF_TAG_KIND = {store.SCALAR: "scalars", store.HISTOGRAM: "histograms",
+                      store.TEXT: "texts", store.IMAGE: "images"}
+
+
+def _last_recorded_step(conn: sqlite3.Connection) -> int | None:
+    """The largest step any row holds: one indexed lookup per tag, plus the step tables."""
+    tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    found = [conn.execute(f"SELECT MAX(step) FROM {table}").fetchone()[0]
+             for table in ("steps", "alerts", "tensor_summaries") if table in tables]
+    for tag_id, kind in conn.execute("SELECT id, kind FROM tags").fetchall():
+        table = _TABLE_OF_TAG_KIND.get(kind)
+        if table in tables:
+            found.append(conn.execute(f"SELECT MAX(step) FROM {table} WHERE tag_id = ?",
+                                      (tag_id,)).fetchone()[0])
+    return _latest(*found)
+
+
+def _latest(*steps: Any) -> int | None:
+    return max((s for s in steps if isinstance(s, int) and not isinstance(s, bool)),
+               default=None)
 
 
 def _tags(conn: sqlite3.Connection, kind: str) -> list[str]:

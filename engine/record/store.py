@@ -105,7 +105,8 @@ INDEXES_BY_VERSION: dict[int, tuple[str, ...]] = {
 }
 
 
-META_UPSERT = "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)"
+META_UPSERT = ("INSERT INTO meta (key, value) VALUES (?, ?) "
+               "ON CONFLICT (key) DO UPDATE SET value = excluded.value")   # in place
 TAG_INSERT = "INSERT OR IGNORE INTO tags (id, kind, tag) VALUES (?, ?, ?)"
 
 

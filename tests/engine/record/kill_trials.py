@@ -198,4 +198,8 @@ def check_run(run_dir: Path, reported: int) -> tuple[int, list[str]]:
         complete += 1
     problems = [f"step {step}: {', '.join(missing(step))}"
                 for step in range(complete + 1, reported) if missing(step)]
+    info = reader.info()
+    if info.num_steps < max(runs, default=-1) + 1:   # the heartbeat may lag; the rows do not
+        problems.append(f"info() counts {info.num_steps} steps, the rows hold "
+                        f"{max(runs) + 1}")
     return complete, problems

@@ -192,6 +192,17 @@ def test_a_new_summary_step_commits_the_previous_one_without_flush(logdir):
     writer.close()
 
 
+def test_info_counts_the_steps_committed_before_the_heartbeat_says_so(logdir, samples):
+    writer = RunWriter(logdir, "r", flush_secs=3600)
+    reader = RunReader(writer.path)
+    for step in range(5):
+        writer.step(*samples.step(step))
+    wait_until(lambda: len(reader.steps()) == 5)
+    assert reader.info().num_steps == 5
+    writer.close()
+    assert reader.info().num_steps == 5
+
+
 def test_flush_makes_everything_queued_visible(logdir):
     writer = RunWriter(logdir, "r", flush_secs=3600)
     reader = RunReader(writer.path)
