@@ -5,6 +5,8 @@ the one given), which the cell's weights are shared across."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from engine import dtypes, nest
 from engine.graph import Tensor, get_default_graph
 from engine.ops import array_ops
@@ -108,7 +110,7 @@ def _zero_output(cell, batch_size, fixed_batch_size, dtype, state):
 
 
 def static_rnn(cell, inputs, initial_state=None, dtype=None, sequence_length=None,
-               scope=None):
+               scope=None) -> tuple[list, Any]:
     """Runs `cell` over a Python list of T inputs ([batch, depth] each, or nested tuples of
     such): `state = initial_state or cell.zero_state(batch, dtype)`, then
     `output, state = cell(input_t, state)` per step. Returns (outputs, final_state).
@@ -154,7 +156,7 @@ def static_rnn(cell, inputs, initial_state=None, dtype=None, sequence_length=Non
 
 
 def static_state_saving_rnn(cell, inputs, state_saver, state_name, sequence_length=None,
-                            scope=None):
+                            scope=None) -> tuple[list, Any]:
     """static_rnn whose initial state comes from `state_saver.state(name)` and whose final
     state is handed to `state_saver.save_state(name, value)` before the last output and the
     final state are available."""
@@ -213,7 +215,7 @@ def _reverse_seq(input_seq, lengths):
 
 def static_bidirectional_rnn(cell_fw, cell_bw, inputs, initial_state_fw=None,
                              initial_state_bw=None, dtype=None, sequence_length=None,
-                             scope=None):
+                             scope=None) -> tuple[list, Any, Any]:
     """A forward static_rnn (scope `bidirectional_rnn/fw`) and a backward one over the
     reversed steps (`bidirectional_rnn/bw`); each step's outputs are concatenated along
     depth. Returns (outputs, output_state_fw, output_state_bw)."""

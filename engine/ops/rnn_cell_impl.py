@@ -8,6 +8,7 @@ from __future__ import annotations
 import collections
 import logging
 import warnings
+from typing import Any
 
 from engine import dtypes, nest
 from engine.graph import Tensor, get_default_graph
@@ -184,7 +185,7 @@ class RNNCell(Layer):
         super().__init__(trainable=trainable, name=name, dtype=dtype, **kwargs)
         self._is_tf_rnn_cell = True
 
-    def __call__(self, inputs, state, scope=None):
+    def __call__(self, inputs, state, scope=None) -> tuple[Any, Any]:
         if scope is not None:
             with vs.variable_scope(scope, custom_getter=self._rnn_get_variable) as captured:
                 return super().__call__(inputs, state, scope=captured)
@@ -223,7 +224,7 @@ class RNNCell(Layer):
     def output_size(self):
         raise NotImplementedError("Abstract method")
 
-    def get_initial_state(self, inputs=None, batch_size=None, dtype=None):
+    def get_initial_state(self, inputs=None, batch_size=None, dtype=None) -> Any:
         if inputs is not None:
             inputs = convert_to_tensor(inputs, name="inputs")
             if batch_size is not None:
@@ -243,7 +244,7 @@ class RNNCell(Layer):
                              f"state: batch_size={batch_size}, dtype={dtype}")
         return self.zero_state(batch_size, dtype)
 
-    def zero_state(self, batch_size, dtype):
+    def zero_state(self, batch_size, dtype) -> Any:
         """Zeros of shape [batch_size, s] for each s in state_size (same nesting)."""
         with get_default_graph().name_scope(type(self).__name__ + "ZeroState"):
             return _zero_state_tensors(self.state_size, batch_size, dtype)

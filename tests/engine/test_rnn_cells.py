@@ -323,6 +323,21 @@ def test_dropout_wrapper_input_dropout_and_tensor_keep_prob():
     assert not np.allclose(half[kept], b[kept] / 0.5), "the inputs were dropped too"
 
 
+def test_dropout_state_filter_visitor_picks_the_states_to_drop():
+    def drop_c_only(substate):
+        if isinstance(substate, rc.LSTMStateTuple):
+            return rc.LSTMStateTuple(c=True, h=False)
+        return True
+
+    _, state, _, clean_state = _dropout_run(state_keep_prob=0.5,
+                                            dropout_state_filter_visitor=drop_c_only)
+    np.testing.assert_array_equal(state.h, clean_state.h)
+    assert abs((state.c != 0).mean() - 0.5) < 0.03
+    with tf.Graph().as_default(), pytest.raises(
+            TypeError, match="dropout_state_filter_visitor must be callable"):
+        rc.DropoutWrapper(rc.GRUCell(2), dropout_state_filter_visitor=3)
+
+
 def test_variational_dropout_keeps_one_mask_across_steps():
     with tf.Graph().as_default():
         tf.set_random_seed(1)
@@ -367,6 +382,32 @@ def test_device_wrapper_places_the_cell_and_its_zero_state():
         assert got.shape == (2, 4)
         assert placement["rnn/rnn/multi_rnn_cell/cell_1/basic_lstm_cell/MatMul"].endswith(
             "GPU:1")
+
+
+def test_residual_wrapper_with_its_own_residual_fn():
+    with tf.Graph().as_default():
+        x = tf.constant(np.full((2, 3), 0.5, np.float32))
+        cell = rc.ResidualWrapper(rc.GRUCell(4), residual_fn=lambda i, o: o - tf.reduce_sum(i))
+        out, state = cell(x, cell.zero_state(2, tf.float32))
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            got_out, got_state = sess.run([out, state])
+    np.testing.assert_allclose(got_out, got_state - 3.0, rtol=1e-6)
+
+
+def test_get_initial_state_checks_its_arguments():
+    with tf.Graph().as_default():
+        cell = rc.GRUCell(2)
+        x = tf.placeholder(tf.float32, [4, 3])
+        assert cell.get_initial_state(batch_size=5, dtype=tf.float64).shape.as_list() == [5, 2]
+        with pytest.raises(ValueError, match="batch size from input tensor is different from "
+                                             "the input param. Input tensor batch: 4, "
+                                             "batch_size: 5"):
+            cell.get_initial_state(inputs=x, batch_size=5)
+        with pytest.raises(ValueError, match="dtype from input tensor is different"):
+            cell.get_initial_state(inputs=x, dtype=tf.float64)
+        with pytest.raises(ValueError, match="batch_size and dtype cannot be None"):
+            cell.get_initial_state()
 
 
 def test_contrib_rnn_holds_the_cells_and_static_rnns_only():
