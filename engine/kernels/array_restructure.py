@@ -1,6 +1,7 @@
 """Restructuring kernels: ConcatV2, ConcatOffset, Split(V), Pack/Unpack, Tile, Pad(V2),
-MirrorPad(Grad), Transpose, InvertPermutation, Squeeze, ReverseV2 and ShapeN; plus the helpers
-every array kernel shares (TF's shape spelling, InvalidArgumentError naming the node)."""
+MirrorPad(Grad), Transpose, InvertPermutation, Squeeze, ReverseV2, ReverseSequence and ShapeN;
+plus the helpers every array kernel shares (TF's shape spelling, InvalidArgumentError naming
+the node)."""
 
 from __future__ import annotations
 
@@ -363,6 +364,45 @@ def reverse(node, ctx):
         if message:
             raise invalid(node, message)
         return x.flip([a % x.dim() for a in axes]) if axes else x.clone()
+    return run
+
+
+def _check_reverse_sequence(node, x, lengths: list[int], seq_dim: int, batch_dim: int) -> None:
+    """TF's ReverseSequence checks, in its order."""
+    if batch_dim == seq_dim:
+        raise invalid(node, f"batch_dim == seq_dim == {seq_dim}")
+    for label, dim in (("seq_dim", seq_dim), ("batch_dim", batch_dim)):
+        if dim >= x.dim():
+            raise invalid(node, f"{label} must be < input rank ( {dim} vs. {x.dim()})")
+    if len(lengths) != x.shape[batch_dim]:
+        raise invalid(node, f"Length of seq_lengths != input.dims({batch_dim}), "
+                            f"({len(lengths)} vs. {x.shape[batch_dim]})")
+    for d, n in enumerate(lengths):
+        if n < 0:
+            raise invalid(node, f"seq_lens({d}) < 0")
+        if n > x.shape[seq_dim]:
+            raise invalid(node, f"seq_lens({d}) > input.dims({seq_dim})")
+
+
+@kernel("ReverseSequence", CPU={"T": ALL_TYPES, "Tlen": INDEX_TYPES},
+        GPU={"T": ALL_TYPES, "Tlen": INDEX_TYPES}, host_memory=("seq_lengths",))
+def reverse_sequence(node, ctx):
+    seq_dim, batch_dim = node.attr["seq_dim"], node.attr["batch_dim"]
+
+    def run(x, seq_lengths):
+        if seq_lengths.dim() != 1:
+            raise invalid(node, f"seq_lengths must be 1-dim, not {seq_lengths.dim()}")
+        lengths = ints(seq_lengths)
+        _check_reverse_sequence(node, x, lengths, seq_dim, batch_dim)
+        # Position t of slice i reads t' = n_i - 1 - t for t < n_i, else t: one gather.
+        steps = torch.arange(x.shape[seq_dim], device=x.device)
+        n = torch.tensor(lengths, device=x.device, dtype=steps.dtype).unsqueeze(1)
+        index = torch.where(steps < n, n - 1 - steps, steps)      # [batch, seq]
+        if seq_dim < batch_dim:
+            index = index.t()
+        view = [1] * x.dim()
+        view[batch_dim], view[seq_dim] = x.shape[batch_dim], x.shape[seq_dim]
+        return torch.gather(x, seq_dim, index.reshape(view).expand(x.shape))
     return run
 
 

@@ -215,6 +215,12 @@ def _reverse_grad(op, grad):
     return A.reverse(grad, op.inputs[1]), None
 
 
+def _reverse_sequence_grad(op, grad):
+    """Reversing the same prefixes again puts each gradient back where its value came from."""
+    return A.reverse_sequence(grad, op.inputs[1], seq_axis=op.attrs["seq_dim"],
+                              batch_axis=op.attrs["batch_dim"]), None
+
+
 # -- selection --------------------------------------------------------------------------------
 
 def _select_grad(op, grad):
@@ -253,7 +259,8 @@ GRADIENTS = {
     "UnsortedSegmentSum": _unsorted_segment_sum_grad, "Transpose": _transpose_grad,
     "Squeeze": _squeeze_grad, "Pad": _pad_grad, "PadV2": _pad_grad,
     "MirrorPad": _mirror_pad_grad, "MirrorPadGrad": _mirror_pad_grad_grad, "Tile": _tile_grad,
-    "ReverseV2": _reverse_grad, "Select": _select_grad, "SelectV2": _select_v2_grad,
+    "ReverseV2": _reverse_grad, "ReverseSequence": _reverse_sequence_grad,
+    "Select": _select_grad, "SelectV2": _select_v2_grad,
 }
 
 # TF marks these; Where's int64 coordinates carry no gradient either.

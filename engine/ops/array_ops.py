@@ -43,6 +43,7 @@ __all__ = [
     "placeholder_with_default",
     "reshape",
     "reverse",
+    "reverse_sequence",
     "reverse_v2",
     "scatter_nd",
     "shape",
@@ -450,6 +451,32 @@ def reverse(tensor, axis, name: str | None = None):
 
 
 reverse_v2 = reverse
+
+
+def reverse_sequence(input, seq_lengths, seq_axis=None, batch_axis=None,  # noqa: A002
+                     name: str | None = None, seq_dim=None, batch_dim=None):
+    """Reverses the first seq_lengths[i] entries along `seq_axis` of each slice i along
+    `batch_axis`; the rest stays in place (seq_dim / batch_dim are the older spellings)."""
+    seq_axis = _deprecated_alias("seq_axis", seq_axis, "seq_dim", seq_dim)
+    batch_axis = _deprecated_alias("batch_axis", batch_axis, "batch_dim", batch_dim)
+    if seq_axis is None:
+        raise TypeError("Expected int for argument 'seq_dim' not None.")
+    input = convert_to_tensor(input, name="input")  # noqa: A001
+    g = graph_of(input, seq_lengths)
+    with op_scope(g, name, "ReverseSequence") as scope:
+        lengths = convert_to_tensor(seq_lengths, name="seq_lengths",
+                                    preferred_dtype=dtypes.int32)
+        attrs = {"T": input.dtype.base_dtype, "Tlen": lengths.dtype.base_dtype,
+                 "seq_dim": int(seq_axis), "batch_dim": int(batch_axis or 0)}
+        return g.create_op("ReverseSequence", [input, lengths], attrs, name=scope).outputs[0]
+
+
+def _deprecated_alias(new_name: str, new_value, old_name: str, old_value):
+    if old_value is not None:
+        if new_value is not None:
+            raise ValueError(f"Cannot specify both '{old_name}' and '{new_name}'.")
+        return old_value
+    return new_value
 
 
 def pad(tensor, paddings, mode: str = "CONSTANT", name: str | None = None, constant_values=0):

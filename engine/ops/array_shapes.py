@@ -454,6 +454,31 @@ def _reverse_infer(op):
     return [(x.dtype.base_dtype, x.shape)]
 
 
+
+def _reverse_sequence_infer(op):
+    """TF's ReverseSequence shape function: non-negative dims inside the rank, a vector of
+    lengths as long as the batch dim (batch_dim == seq_dim is only caught when it runs)."""
+    x, lengths = op.inputs
+    check_dtype_allowed(op, lengths.dtype, INDEX_DTYPES, "Tlen")
+    if lengths.shape.ndims is not None and lengths.shape.ndims != 1:
+        raise shape_error(op, f"Shape must be rank 1 but is rank {lengths.shape.ndims}")
+    rank = x.shape.ndims
+    if rank is None:
+        return [(x.dtype.base_dtype, UNKNOWN)]
+    seq_dim, batch_dim = op.attrs["seq_dim"], op.attrs["batch_dim"]
+    for label, dim in (("batch_dim", batch_dim), ("seq_dim", seq_dim)):
+        if dim < 0:
+            raise shape_error(op, f"{label} must be >=0, got {dim}")
+    for label, dim in (("seq_dim", seq_dim), ("batch_dim", batch_dim)):
+        if dim >= rank:
+            raise shape_error(op, f"{label} must be < input rank: {dim} vs. {rank}")
+    dims = list(x.shape.dims)
+    count = lengths.shape[0] if lengths.shape.ndims == 1 else None
+    if dims[batch_dim] is not None and count is not None and dims[batch_dim] != count:
+        raise shape_error(op, f"Dimensions must be equal, but are {dims[batch_dim]} and {count}")
+    dims[batch_dim] = dims[batch_dim] if dims[batch_dim] is not None else count
+    return [(x.dtype.base_dtype, TensorShape(dims))]
+
 def check_reverse_message(axes: list[int], rank: int) -> str | None:
     """TF's ReverseV2 validation (the unclosed bracket is TF's own text)."""
     seen = set()
@@ -565,6 +590,7 @@ register_op("Tile", _tile_infer)
 register_op("Pack", _pack_infer)
 register_op("Unpack", _unpack_infer)
 register_op("ReverseV2", _reverse_infer)
+register_op("ReverseSequence", _reverse_sequence_infer)
 register_op("Where", _where_infer)
 register_op("Select", _select_infer)
 register_op("SelectV2", _select_v2_infer)

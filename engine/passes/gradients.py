@@ -158,8 +158,12 @@ def gradients(ys, xs, grad_ys=None, name: str = "gradients",
             if op in seen:
                 continue
             seen.add(op)
-            out_grads = [_aggregate(grads.get(t, []), aggregation_method, op)
-                         for t in op.outputs]
+            # TF sums an op's output gradients inside its colocation too, so a gradient
+            # summed from several consumers stays on the op's device.
+            with g.colocate_with(op) if colocate_gradients_with_ops else \
+                    contextlib.nullcontext():
+                out_grads = [_aggregate(grads.get(t, []), aggregation_method, op)
+                             for t in op.outputs]
             # Keep the sum, so an x that is also on the path is not summed a second time.
             for t, total in zip(op.outputs, out_grads):
                 if total is not None:
