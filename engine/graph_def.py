@@ -14,7 +14,7 @@ import numpy as np
 
 from engine import dtypes, errors, graph_json, graph_schema
 from engine.graph_json import JSON_FORMAT, JSON_VERSION  # noqa: F401 - read here by callers
-from engine.graph_schema import GraphFileError, field_at, node_at, parse_input
+from engine.graph_schema import GraphFileError, a_an, field_at, node_at, parse_input
 from engine.ops import registry
 from engine.shapes import TensorShape
 
@@ -419,9 +419,9 @@ def _check_outputs(op, n: NodeDef, at: str, keep_shapes: bool) -> None:
     if n.output_dtypes:
         got = [t.dtype for t in op.outputs]
         if list(n.output_dtypes) != got:
-            raise GraphFileError(None, None, f"{at}, field 'output_dtypes': says "
-                                             f"{[d.name for d in n.output_dtypes]} but a {n.op} "
-                                             "with these inputs and attrs gives "
+            saved = [d.name for d in n.output_dtypes]
+            raise GraphFileError(None, None, f"{at}, field 'output_dtypes': says {saved} but "
+                                             f"{a_an(n.op)} with these inputs and attrs gives "
                                              f"{[d.name for d in got]}")
     if keep_shapes and n.output_shapes:
         if len(n.output_shapes) != len(op.outputs):

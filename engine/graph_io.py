@@ -29,8 +29,8 @@ import numpy as np
 from engine import errors, graph_schema
 from engine.graph import Graph, Operation, Tensor
 from engine.graph_def import GraphDef, graph_def_from_document, import_graph_def
-from engine.graph_json import ArrayStore, bad, document_to_json
-from engine.graph_schema import document_field, kind_of, limit_error, short
+from engine.graph_json import ArrayStore, document_to_json
+from engine.graph_schema import document_field, fail, kind_of, limit_error, short
 from engine.ops.variables import Variable
 
 __all__ = ["load_graph", "load_graph_def", "save_graph"]
@@ -52,19 +52,19 @@ class SideArrays:
             self._names = set(self._zip.namelist())
         # As in _read: a damaged archive fails in many library-specific ways.
         except Exception as e:  # noqa: BLE001
-            raise bad(document_field(source, "arrays"), f"cannot read its side file {path} "
-                                                        f"({type(e).__name__}: {e})") from None
+            raise fail(document_field(source, "arrays"), f"cannot read its side file {path} "
+                                                         f"({type(e).__name__}: {e})") from None
 
     def __call__(self, key, dtype: np.dtype, shape: list, where: str) -> np.ndarray:
         """`where` locates the tensor's "array" field; its size is within the per-tensor
         limits already (graph_json checks them)."""
         member = f"{key}.npy" if isinstance(key, str) else None
         if member not in self._names:
-            raise bad(where, f"names {short(key)}, which {self.path.name} does not hold")
+            raise fail(where, f"names {short(key)}, which {self.path.name} does not hold")
         found_shape, _, found_dtype = self._read(member, where, header_only=True)
         if (tuple(found_shape), found_dtype) != (tuple(shape), dtype):
-            raise bad(where, f"side array '{key}' in {self.path.name} is {found_dtype} "
-                              f"{list(found_shape)}, the document says {dtype} {shape}")
+            raise fail(where, f"side array '{key}' in {self.path.name} is {found_dtype} "
+                               f"{list(found_shape)}, the document says {dtype} {shape}")
         self.bytes_read += math.prod(shape) * dtype.itemsize
         if self.bytes_read > graph_schema.MAX_SIDE_FILE_BYTES:
             raise limit_error(where, f"the side arrays read so far are {self.bytes_read:,} "
@@ -83,8 +83,8 @@ class SideArrays:
         # A damaged archive fails in library-specific ways (zlib.error, BadZipFile, EOFError,
         # ValueError from numpy's header parser, ...): all of them mean "unreadable".
         except Exception as e:  # noqa: BLE001
-            raise bad(where, f"cannot read side array {member!r} from {self.path} "
-                              f"({type(e).__name__}: {e})") from None
+            raise fail(where, f"cannot read side array {member!r} from {self.path} "
+                               f"({type(e).__name__}: {e})") from None
 
     def close(self) -> None:
         self._zip.close()
@@ -144,8 +144,8 @@ def restore_collections(graph, raw: dict, source: str) -> None:
     variables: dict[str, object] = {}
     for key, items in raw.items():
         if not isinstance(items, list):
-            raise bad(document_field(source, "collections", key), f"must be a list, got "
-                                                                  f"{kind_of(items)}")
+            raise fail(document_field(source, "collections", key), f"must be a list, got "
+                                                                   f"{kind_of(items)}")
         for i, item in enumerate(items):
             where = document_field(source, "collections", key, i)
             graph.add_to_collection(key, _restore_item(graph, item, where, variables))
@@ -153,22 +153,22 @@ def restore_collections(graph, raw: dict, source: str) -> None:
 
 def _restore_item(graph, item, where: str, variables: dict):
     if not isinstance(item, dict) or len(item) != 1:
-        raise bad(where, "an item is a single-key object (variable, tensor, operation or "
-                          "value)")
+        raise fail(where, "an item is a single-key object (variable, tensor, operation or "
+                           "value)")
     (kind, body), = item.items()
     if kind == "value":
         if not (body is None or isinstance(body, (bool, int, float, str))):
-            raise bad(where, f"field 'value' must be a JSON scalar, got {kind_of(body)}")
+            raise fail(where, f"field 'value' must be a JSON scalar, got {kind_of(body)}")
         return body
     if kind in ("tensor", "operation"):
         return _element(graph, body, kind, f"{where}[{kind!r}]")
     if kind != "variable":
-        raise bad(where, f"unknown item kind {short(kind)}")
+        raise fail(where, f"unknown item kind {short(kind)}")
     if not isinstance(body, dict):
-        raise bad(f"{where}['variable']", "must be an object")
+        raise fail(f"{where}['variable']", "must be an object")
     name = body.get("name")
     if not isinstance(name, str):
-        raise bad(f"{where}['variable']['name']", f"must be a string, got {kind_of(name)}")
+        raise fail(f"{where}['variable']['name']", f"must be a string, got {kind_of(name)}")
     if name not in variables:
         variables[name] = _restore_variable(graph, body, f"{where}['variable']")
     return variables[name]
@@ -176,13 +176,13 @@ def _restore_item(graph, item, where: str, variables: dict):
 
 def _element(graph, name, kind: str, where: str):
     if not isinstance(name, str):
-        raise bad(where, f"must be a name, got {kind_of(name)}")
+        raise fail(where, f"must be a name, got {kind_of(name)}")
     try:
         if kind == "tensor":
             return graph.get_tensor_by_name(name)
         return graph.get_operation_by_name(name)
     except (KeyError, ValueError):
-        raise bad(where, f"{kind} {short(name)} is not in the graph") from None
+        raise fail(where, f"{kind} {short(name)} is not in the graph") from None
 
 
 def _restore_variable(graph, body: dict, where: str):
@@ -190,10 +190,10 @@ def _restore_variable(graph, body: dict, where: str):
     its initializer, its snapshot and initial value, all found by name."""
     var_op = _element(graph, body.get("name"), "operation", f"{where}['name']")
     if not var_op.outputs or not var_op.outputs[0].dtype.is_ref:
-        raise bad(f"{where}['name']", f"'{var_op.name}' ({var_op.type}) is not a variable")
+        raise fail(f"{where}['name']", f"'{var_op.name}' ({var_op.type}) is not a variable")
     trainable = body.get("trainable", True)
     if not isinstance(trainable, bool):
-        raise bad(f"{where}['trainable']", "must be true or false")
+        raise fail(f"{where}['trainable']", "must be true or false")
     # The fields Variable.__init__ sets (engine/ops/variables.py); a Python constraint or
     # caching device is not part of the saved graph, as in TF's VariableDef.
     v = Variable.__new__(Variable)
@@ -272,9 +272,10 @@ def _read_text(path: Path) -> str:
     try:
         # Non-blocking, so that opening a FIFO returns at once (for a file it changes nothing).
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
             os.close(fd)
-            raise bad(str(path), "not a regular file")
+            raise fail(str(path), "not a regular file")
         with open(fd, "rb") as f:
             data = f.read(limit + 1)
     except FileNotFoundError:
@@ -282,9 +283,10 @@ def _read_text(path: Path) -> str:
     except OSError as e:
         raise errors.PermissionDeniedError(None, None, f"{path}: cannot read ({e})") from None
     if len(data) > limit:
-        raise limit_error(str(path), "the file is longer", "MAX_FILE_BYTES")
+        raise limit_error(str(path), f"the file is {max(info.st_size, len(data)):,} bytes",
+                          "MAX_FILE_BYTES")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise bad(str(path), f"byte {e.start}: not UTF-8 text ({e.reason}); a graph file is "
-                             "UTF-8 JSON") from None
+        raise fail(str(path), f"byte {e.start}: not UTF-8 text ({e.reason}); a graph file is "
+                              "UTF-8 JSON") from None

@@ -17,7 +17,6 @@ from engine import dtypes, graph_schema
 from engine.graph_schema import (
     INT64_MAX,
     INT64_MIN,
-    GraphFileError,
     document_field,
     fail,
     field_at,
@@ -27,8 +26,6 @@ from engine.graph_schema import (
     short,
 )
 from engine.shapes import TensorShape
-
-__all__ = ["GraphFileError", "kind_of", "short"]
 
 JSON_FORMAT = "engine.graphdef"
 JSON_VERSION = 2
@@ -45,10 +42,6 @@ _SIDE_FILE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]*\.npz")
 DOCUMENT_FIELDS = ("format", "version", "graph_version", "arrays", "node", "collections")
 NODE_FIELDS = ("name", "op", "input", "device", "attr", "output_dtypes", "output_shapes",
                "stack")
-
-
-def bad(where: str, detail: str) -> GraphFileError:
-    return fail(where, detail)
 
 
 # -- attrs: encoding ------------------------------------------------------------------------
@@ -129,11 +122,11 @@ def decode_attr(raw, where: str, arrays, nested: bool = False):
         return _checked_int(raw, where)
     if isinstance(raw, list):
         if nested:
-            raise bad(where, "attr lists hold values, not further lists")
+            raise fail(where, "attr lists hold values, not further lists")
         return [decode_attr(v, f"{where}[{i}]", arrays, nested=True) for i, v in enumerate(raw)]
     if not isinstance(raw, dict) or len(raw) != 1:
-        raise bad(where, f"an encoded attr is a single-key object (dtype, shape, float or "
-                         f"tensor), got {_kind_with_keys(raw)}")
+        raise fail(where, f"an encoded attr is a single-key object (dtype, shape, float or "
+                          f"tensor), got {_kind_with_keys(raw)}")
     (kind, body), = raw.items()
     if kind == "dtype":
         return decode_dtype(body, f"{where}['dtype']")
@@ -141,13 +134,13 @@ def decode_attr(raw, where: str, arrays, nested: bool = False):
         return decode_shape(body, f"{where}['shape']")
     if kind == "float":
         if body not in _NON_FINITE:
-            raise bad(f"{where}['float']", f"must be one of {sorted(_NON_FINITE)}, got "
-                                           f"{short(body)}")
+            raise fail(f"{where}['float']", f"must be one of {sorted(_NON_FINITE)}, got "
+                                            f"{short(body)}")
         return _NON_FINITE[body]
     if kind == "tensor":
         return _decode_tensor(body, f"{where}['tensor']", arrays)
-    raise bad(where, f"unknown attr encoding {short(kind)} (expected dtype, shape, float or "
-                     "tensor)")
+    raise fail(where, f"unknown attr encoding {short(kind)} (expected dtype, shape, float or "
+                      "tensor)")
 
 
 def _kind_with_keys(raw) -> str:
@@ -158,7 +151,7 @@ def _kind_with_keys(raw) -> str:
 
 def _checked_int(value: int, where: str) -> int:
     if not INT64_MIN <= value <= INT64_MAX:
-        raise bad(where, f"{short(value)} is outside the int64 range")
+        raise fail(where, f"{short(value)} is outside the int64 range")
     return value
 
 
@@ -168,11 +161,11 @@ def _is_count(v) -> bool:
 
 def decode_dtype(raw, where: str) -> dtypes.DType:
     if not isinstance(raw, str):
-        raise bad(where, f"a dtype is a name such as \"float32\", got {kind_of(raw)}")
+        raise fail(where, f"a dtype is a name such as \"float32\", got {kind_of(raw)}")
     try:
         return dtypes.as_dtype(raw)
     except (TypeError, ValueError, KeyError):
-        raise bad(where, f"unknown dtype {short(raw)}") from None
+        raise fail(where, f"unknown dtype {short(raw)}") from None
 
 
 def decode_shape(raw, where: str) -> TensorShape:
@@ -180,31 +173,31 @@ def decode_shape(raw, where: str) -> TensorShape:
     if raw is None:
         return TensorShape(None)
     if not isinstance(raw, list):
-        raise bad(where, f"a shape is null or a list of dims, got {kind_of(raw)}")
+        raise fail(where, f"a shape is null or a list of dims, got {kind_of(raw)}")
     if len(raw) > graph_schema.MAX_RANK:
-        raise bad(where, f"a shape has at most {graph_schema.MAX_RANK} dims (TF's limit), this one "
-                         f"has {len(raw)}")
+        raise fail(where, f"a shape has at most {graph_schema.MAX_RANK} dims (TF's limit), this "
+                          f"one has {len(raw)}")
     for i, d in enumerate(raw):
         if not (d is None or d == -1 and not isinstance(d, bool) or _is_count(d)):
-            raise bad(f"{where}[{i}]", f"a dim is an int >= 0, or -1 or null for unknown, got "
-                                       f"{short(d)}")
+            raise fail(f"{where}[{i}]", f"a dim is an int >= 0, or -1 or null for unknown, got "
+                                        f"{short(d)}")
     return TensorShape([None if d == -1 else d for d in raw])
 
 
 def _decode_tensor(body, where: str, arrays) -> np.ndarray:
     if not isinstance(body, dict):
-        raise bad(where, f"a tensor is an object, got {kind_of(body)}")
+        raise fail(where, f"a tensor is an object, got {kind_of(body)}")
     unknown = sorted(set(body) - {"dtype", "shape", "values", "array"})
     if unknown:
-        raise bad(f"{where}[{unknown[0]!r}]", "unknown field (a tensor has dtype, shape and "
-                                              "values or array)")
+        raise fail(f"{where}[{unknown[0]!r}]", "unknown field (a tensor has dtype, shape and "
+                                               "values or array)")
     shape = body.get("shape")
     if not isinstance(shape, list) or not all(_is_count(d) for d in shape):
-        raise bad(f"{where}['shape']", f"a tensor's shape is a list of ints >= 0, got "
-                                       f"{short(shape)}")
+        raise fail(f"{where}['shape']", f"a tensor's shape is a list of ints >= 0, got "
+                                        f"{short(shape)}")
     if len(shape) > graph_schema.MAX_TENSOR_RANK:
-        raise bad(f"{where}['shape']", f"a constant has at most {graph_schema.MAX_TENSOR_RANK} "
-                                       f"dims (numpy's limit), this one has {len(shape)}")
+        raise fail(f"{where}['shape']", f"a constant has at most {graph_schema.MAX_TENSOR_RANK} "
+                                        f"dims (numpy's limit), this one has {len(shape)}")
     size = math.prod(shape)
     if size > graph_schema.MAX_TENSOR_ELEMENTS:
         raise limit_error(f"{where}['shape']", f"shape {short(shape)} is {size:,} elements",
@@ -213,31 +206,31 @@ def _decode_tensor(body, where: str, arrays) -> np.ndarray:
         return _decode_strings(body, shape, size, where)
     dtype = decode_dtype(body.get("dtype"), f"{where}['dtype']")
     if dtype.numpy_dtype is None:
-        raise bad(f"{where}['dtype']", f"dtype {dtype.name} has no numpy form to hold constant "
-                                       "values")
+        raise fail(f"{where}['dtype']", f"dtype {dtype.name} has no numpy form to hold constant "
+                                        "values")
     np_dtype = np.dtype(dtype.numpy_dtype)
     if size * np_dtype.itemsize > graph_schema.MAX_TENSOR_BYTES:
         raise limit_error(f"{where}['shape']", f"shape {short(shape)} of {dtype.name} is "
                           f"{size * np_dtype.itemsize:,} bytes", "MAX_TENSOR_BYTES")
     if "array" in body:
         if "values" in body:
-            raise bad(where, "a tensor has 'values' or 'array', not both")
+            raise fail(where, "a tensor has 'values' or 'array', not both")
         if arrays is None:
-            raise bad(f"{where}['array']", "refers to a side array but the document has no "
-                                           "side file (field 'arrays')")
+            raise fail(f"{where}['array']", "refers to a side array but the document has no "
+                                            "side file (field 'arrays')")
         return arrays(body["array"], np_dtype, shape, f"{where}['array']")
     if "values" not in body:
-        raise bad(where, "a tensor has 'values' or 'array'; this one has neither")
+        raise fail(where, "a tensor has 'values' or 'array'; this one has neither")
     values = body["values"]
     if values is None:
-        raise bad(f"{where}['values']", "null: the tensor was too large to inline (save graphs "
-                                        "with engine.save_graph to keep large constants in the "
-                                        "side .npz)")
+        raise fail(f"{where}['values']", "null: the tensor was too large to inline (save graphs "
+                                         "with engine.save_graph to keep large constants in the "
+                                         "side .npz)")
     count = size * 2 if np_dtype.kind == "c" else size
     if not isinstance(values, list) or len(values) != count:
-        raise bad(f"{where}['values']", f"must be a list of {count} numbers for shape {shape}"
-                                        f"{' (re, im pairs)' if np_dtype.kind == 'c' else ''}, "
-                                        f"got {_length_of(values)}")
+        raise fail(f"{where}['values']", f"must be a list of {count} numbers for shape {shape}"
+                                         f"{' (re, im pairs)' if np_dtype.kind == 'c' else ''}, "
+                                         f"got {_length_of(values)}")
     return _values_array(values, dtype, np_dtype, shape, f"{where}['values']")
 
 
@@ -261,7 +254,7 @@ def _values_array(values: list, dtype, np_dtype, shape, where: str) -> np.ndarra
         i, v = next((i, v) for i, v in enumerate(values) if type(v) not in allowed or
                     isinstance(v, str) and v not in _NON_FINITE)
         expected = _VALUE_NAMES.get(np_dtype.kind, "a value")
-        raise bad(f"{where}[{i}]", f"holds {short(v)}, not {expected} (dtype {dtype.name})")
+        raise fail(f"{where}[{i}]", f"holds {short(v)}, not {expected} (dtype {dtype.name})")
     try:
         if str in found:
             values = [_NON_FINITE[v] if isinstance(v, str) else v for v in values]
@@ -272,7 +265,7 @@ def _values_array(values: list, dtype, np_dtype, shape, where: str) -> np.ndarra
             return np.asarray(values, dtype=np_dtype).reshape(shape)
     except (OverflowError, ValueError, TypeError):
         i, v = _first_unfit(values, np_dtype)
-        raise bad(f"{where}[{i}]", f"{short(v)} does not fit {dtype.name}") from None
+        raise fail(f"{where}[{i}]", f"{short(v)} does not fit {dtype.name}") from None
 
 
 def _first_unfit(values: list, np_dtype) -> tuple[int, object]:
@@ -286,11 +279,11 @@ def _first_unfit(values: list, np_dtype) -> tuple[int, object]:
 
 def _decode_strings(body, shape, size, where: str) -> np.ndarray:
     if "array" in body:
-        raise bad(f"{where}['array']", "string tensors are always inline ('values')")
+        raise fail(f"{where}['array']", "string tensors are always inline ('values')")
     items = body.get("values")
     if not isinstance(items, list) or len(items) != size:
-        raise bad(f"{where}['values']", f"must be a list of {size} strings for shape {shape}, "
-                                        f"got {_length_of(items)}")
+        raise fail(f"{where}['values']", f"must be a list of {size} strings for shape {shape}, "
+                                         f"got {_length_of(items)}")
     out = np.empty(size, dtype=object)
     for i, item in enumerate(items):
         if isinstance(item, str):
@@ -300,10 +293,10 @@ def _decode_strings(body, shape, size, where: str) -> np.ndarray:
             try:
                 out[i] = base64.b64decode(item["base64"], validate=True)
             except (binascii.Error, ValueError):
-                raise bad(f"{where}['values'][{i}]", "not valid base64") from None
+                raise fail(f"{where}['values'][{i}]", "not valid base64") from None
         else:
-            raise bad(f"{where}['values'][{i}]", f"a string element is text or "
-                                                 f"{{\"base64\": ...}}, got {short(item)}")
+            raise fail(f"{where}['values'][{i}]", f"a string element is text or "
+                                                  f"{{\"base64\": ...}}, got {short(item)}")
     return out.reshape(shape)
 
 
@@ -328,55 +321,72 @@ def decode_node(raw, index: int, source: str, arrays) -> dict:
     """The checked fields of one node, as NodeDef keyword arguments."""
     where = node_at(source, index, raw.get("name") if isinstance(raw, dict) else None)
     if not isinstance(raw, dict):
-        raise bad(where, f"a node is an object, got {kind_of(raw)}")
+        raise fail(where, f"a node is an object, got {kind_of(raw)}")
     unknown = [k for k in raw if k not in NODE_FIELDS]
     if unknown:
-        raise bad(field_at(where, unknown[0]), f"unknown field (a node has "
-                                               f"{', '.join(NODE_FIELDS)})")
+        raise fail(field_at(where, unknown[0]), f"unknown field (a node has "
+                                                f"{', '.join(NODE_FIELDS)})")
     name = _string(raw, "name", where, required=True)
     if not _NODE_NAME.fullmatch(name):
-        raise bad(field_at(where, "name"), "a node name is letters, digits and _ . - / > (not "
-                                           "starting with _ - / >), as in TF")
+        raise fail(field_at(where, "name"), "a node name is letters, digits and _ . - / > (not "
+                                            "starting with _ - / >), as in TF")
     op = _string(raw, "op", where, required=True)
     if not op:
-        raise bad(field_at(where, "op"), "is empty")
+        raise fail(field_at(where, "op"), "is empty")
     inputs = _string_list(raw, "input", where)
     for j, spelling in enumerate(inputs):
         if not _INPUT.fullmatch(spelling):
-            raise bad(field_at(where, "input", j), f"{short(spelling)} is not \"node\", "
-                                                   "\"node:N\" or \"^node\"")
+            raise fail(field_at(where, "input", j), f"{short(spelling)} is not \"node\", "
+                                                    "\"node:N\" or \"^node\"")
     device = _string(raw, "device", where)
     attrs = raw.get("attr", {})
     if not isinstance(attrs, dict):
-        raise bad(field_at(where, "attr"), f"must be an object, got {kind_of(attrs)}")
+        raise fail(field_at(where, "attr"), f"must be an object, got {kind_of(attrs)}")
     attr = {}
     for k, v in attrs.items():
         if not _ATTR_NAME.fullmatch(k):
-            raise bad(field_at(where, "attr", k), "an attr name is letters, digits and _, not "
-                                                  "starting with a digit")
+            raise fail(field_at(where, "attr", k), "an attr name is letters, digits and _, not "
+                                                   "starting with a digit")
         attr[k] = decode_attr(v, field_at(where, "attr", k), arrays)
     _check_colocation(attr.get("_class"), field_at(where, "attr", "_class"))
     return {"name": name, "op": op, "input": inputs, "device": device, "attr": attr,
-            "output_dtypes": tuple(decode_dtype(d, field_at(where, "output_dtypes", j))
-                                   for j, d in enumerate(_list(raw, "output_dtypes", where))),
-            "output_shapes": tuple(decode_shape(s, field_at(where, "output_shapes", j))
-                                   for j, s in enumerate(_list(raw, "output_shapes", where))),
+            "output_dtypes": tuple(_output_dtype(d, where, j) for j, d in
+                                   enumerate(_list(raw, "output_dtypes", where))),
+            "output_shapes": tuple(_output_shape(s, where, j) for j, s in
+                                   enumerate(_list(raw, "output_shapes", where))),
             "meta": {"stack": tuple(_string_list(raw, "stack", where))}}
+
+
+# Every node repeats these fields: their location is formatted only for an error.
+def _output_dtype(raw, where: str, j: int) -> dtypes.DType:
+    if type(raw) is str:
+        try:
+            return dtypes.as_dtype(raw)
+        except (TypeError, ValueError, KeyError):
+            pass
+    return decode_dtype(raw, field_at(where, "output_dtypes", j))
+
+
+def _output_shape(raw, where: str, j: int) -> TensorShape:
+    if type(raw) is list and len(raw) <= graph_schema.MAX_RANK and all(
+            d is None or type(d) is int and 0 <= d <= INT64_MAX for d in raw):
+        return TensorShape(raw)
+    return decode_shape(raw, field_at(where, "output_shapes", j))
 
 
 def _string(raw: dict, key: str, where: str, required: bool = False) -> str:
     if key not in raw and required:
-        raise bad(field_at(where, key), f"missing (every node has a string {key!r})")
+        raise fail(field_at(where, key), f"missing (every node has a string {key!r})")
     value = raw.get(key, "")
     if not isinstance(value, str):
-        raise bad(field_at(where, key), f"must be a string, got {kind_of(value)}")
+        raise fail(field_at(where, key), f"must be a string, got {kind_of(value)}")
     return value
 
 
 def _list(raw: dict, key: str, where: str) -> list:
     value = raw.get(key, [])
     if not isinstance(value, list):
-        raise bad(field_at(where, key), f"must be a list, got {kind_of(value)}")
+        raise fail(field_at(where, key), f"must be a list, got {kind_of(value)}")
     return value
 
 
@@ -384,7 +394,7 @@ def _string_list(raw: dict, key: str, where: str) -> list[str]:
     value = _list(raw, key, where)
     for j, v in enumerate(value):
         if not isinstance(v, str):
-            raise bad(field_at(where, key, j), f"must be a string, got {short(v)}")
+            raise fail(field_at(where, key, j), f"must be a string, got {short(v)}")
     return value
 
 
@@ -392,10 +402,10 @@ def _check_colocation(groups, where: str) -> None:
     if groups is None:
         return
     if not isinstance(groups, list):
-        raise bad(where, "must be a list of \"loc:@<node>\" strings")
+        raise fail(where, "must be a list of \"loc:@<node>\" strings")
     for j, g in enumerate(groups):
         if not (isinstance(g, str) and g.startswith("loc:@")):
-            raise bad(f"{where}[{j}]", f"must be a \"loc:@<node>\" string, got {short(g)}")
+            raise fail(f"{where}[{j}]", f"must be a \"loc:@<node>\" string, got {short(g)}")
 
 
 # -- documents --------------------------------------------------------------------------------
@@ -422,24 +432,24 @@ def document_from_json(text: str, source: str, open_arrays=None) -> tuple[dict, 
                           "MAX_FILE_BYTES")
     doc = graph_schema.parse_json(text, source)
     if not isinstance(doc, dict) or doc.get("format") != JSON_FORMAT:
-        raise bad(document_field(source, "format"), f"not an {JSON_FORMAT} document")
+        raise fail(document_field(source, "format"), f"not an {JSON_FORMAT} document")
     graph_schema.check_tree(doc, source, text)
     unknown = [k for k in doc if k not in DOCUMENT_FIELDS]
     if unknown:
-        raise bad(document_field(source, unknown[0]), f"unknown field (a graph document has "
-                                                      f"{', '.join(DOCUMENT_FIELDS)})")
+        raise fail(document_field(source, unknown[0]), f"unknown field (a graph document has "
+                                                       f"{', '.join(DOCUMENT_FIELDS)})")
     version = doc.get("version")
     if version not in READABLE_VERSIONS or isinstance(version, bool):
-        raise bad(document_field(source, "version"), f"unsupported version {short(version)} "
-                  f"(this build reads {', '.join(map(str, READABLE_VERSIONS))})")
+        raise fail(document_field(source, "version"), f"unsupported version {short(version)} "
+                   f"(this build reads {', '.join(map(str, READABLE_VERSIONS))})")
     graph_version = doc.get("graph_version", 0)
     if not isinstance(graph_version, int) or isinstance(graph_version, bool):
-        raise bad(document_field(source, "graph_version"), f"must be an integer, got "
-                                                           f"{kind_of(graph_version)}")
+        raise fail(document_field(source, "graph_version"), f"must be an integer, got "
+                                                            f"{kind_of(graph_version)}")
     _checked_int(graph_version, document_field(source, "graph_version"))
     nodes = doc.get("node", [])
     if not isinstance(nodes, list):
-        raise bad(document_field(source, "node"), f"must be a list, got {kind_of(nodes)}")
+        raise fail(document_field(source, "node"), f"must be a list, got {kind_of(nodes)}")
     arrays = _side_arrays(doc.get("arrays"), source, open_arrays) if version >= 2 else None
     collections = doc.get("collections", {}) if version >= 2 else {}
     graph_schema.check_collections(collections, source)
@@ -451,9 +461,9 @@ def _side_arrays(name, source: str, open_arrays):
     if name is None:
         return None
     if not isinstance(name, str) or not _SIDE_FILE.fullmatch(name):
-        raise bad(document_field(source, "arrays"), f"must be the plain name of a .npz file "
-                                                    f"beside the document, got {short(name)}")
+        raise fail(document_field(source, "arrays"), f"must be the plain name of a .npz file "
+                                                     f"beside the document, got {short(name)}")
     if open_arrays is None:
-        raise bad(document_field(source, "arrays"), f"names side file {name!r}; load the "
-                  "document from its file (engine.load_graph) so the side file is found")
+        raise fail(document_field(source, "arrays"), f"names side file {name!r}; load the "
+                   "document from its file (engine.load_graph) so the side file is found")
     return open_arrays(name)

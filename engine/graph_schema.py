@@ -139,6 +139,11 @@ def short(v) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
+def a_an(op_type: str) -> str:
+    """"a MatMul", "an AddN"."""
+    return f"{'an' if op_type[:1] in 'AEIOU' else 'a'} {op_type}"
+
+
 def limit_error(where: str, what: str, limit_name: str) -> GraphFileError:
     limit = globals()[limit_name]
     return fail(where, f"{what}, over the limit of {limit:,} (engine.graph_schema.{limit_name}; "
@@ -167,7 +172,7 @@ def parse_json(text: str, source: str):
         key, name = e.args
         within = f" (in the object named {short(name)})" if isinstance(name, str) else ""
         raise fail(source, f"an object holds key {short(key)} twice{within}; each field is "
-                          "given once") from None
+                           "given once") from None
     except json.JSONDecodeError as e:
         raise fail(source, f"not valid JSON ({e})") from None
     except RecursionError:
@@ -183,12 +188,17 @@ def check_tree(doc: dict, source: str, text: str) -> None:
     located at the node (or top-level field) holding them."""
     strings = _SURROGATE_ESCAPE.search(text) is not None or not _is_utf8(text)
     for key, value in doc.items():
-        if key == "node" and type(value) is list:
-            for i, node in enumerate(value):
-                name = node.get("name") if type(node) is dict else None
-                _walk(node, 3, node_at(source, i, name), strings)
-        else:
+        if key != "node" or type(value) is not list:
             _walk(value, 2, document_field(source, key), strings)
+            continue
+        for i, node in enumerate(value):
+            if type(node) is not dict:
+                continue      # graph_json refuses it: a node is an object
+            where = node_at(source, i, node.get("name"))
+            for field, item in node.items():
+                if strings:
+                    _check_text(field, where)
+                _walk(item, 4, field_at(where, field), strings)
 
 
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
@@ -234,18 +244,18 @@ def _is_utf8(text: str) -> bool:
 def _check_text(text: str, where: str) -> None:
     if not _is_utf8(text):
         raise fail(where, f"holds a string with a lone surrogate ({short(text)}), which is "
-                          "not UTF-8 text")
+                           "not UTF-8 text")
 
 
 def check_collections(raw, source: str) -> None:
     """The shape of the "collections" field; names are looked up when the graph is built."""
     if not isinstance(raw, dict):
         raise fail(document_field(source, "collections"), f"must be an object, got "
-                                                         f"{kind_of(raw)}")
+                                                          f"{kind_of(raw)}")
     for key, items in raw.items():
         if not isinstance(items, list):
             raise fail(document_field(source, "collections", key), f"must be a list, got "
-                                                                  f"{kind_of(items)}")
+                                                                   f"{kind_of(items)}")
         for i, item in enumerate(items):
             _check_item(item, document_field(source, "collections", key, i))
 
@@ -253,7 +263,7 @@ def check_collections(raw, source: str) -> None:
 def _check_item(item, where: str) -> None:
     if not isinstance(item, dict) or len(item) != 1:
         raise fail(where, "an item is a single-key object (variable, tensor, operation or "
-                         "value)")
+                          "value)")
     (kind, body), = item.items()
     if kind == "value":
         if not (body is None or isinstance(body, (bool, int, float, str))):
@@ -267,16 +277,16 @@ def _check_item(item, where: str) -> None:
         for field in body:
             if field not in VARIABLE_FIELDS:
                 raise fail(f"{where}['variable'][{field!r}]", "unknown field (a variable has "
-                                                             f"{', '.join(VARIABLE_FIELDS)})")
+                                                              f"{', '.join(VARIABLE_FIELDS)})")
         for field in VARIABLE_FIELDS[:-1]:
             if not isinstance(body.get(field), str):
                 raise fail(f"{where}['variable'][{field!r}]", f"must be a name, got "
-                                                             f"{kind_of(body.get(field))}")
+                                                              f"{kind_of(body.get(field))}")
         if not isinstance(body.get("trainable", True), bool):
             raise fail(f"{where}['variable']['trainable']", "must be true or false")
     else:
         raise fail(where, f"unknown item kind {short(kind)} (variable, tensor, operation or "
-                         "value)")
+                          "value)")
 
 
 # -- the nodes -------------------------------------------------------------------------------
@@ -287,18 +297,18 @@ def check_names_and_references(nodes: list, source: str) -> dict[str, int]:
     index_of: dict[str, int] = {}
     folded: dict[str, int] = {}
     for i, n in enumerate(nodes):
-        _check_unique(n.name, i, node_at(source, i, n.name), index_of, folded, nodes)
+        _check_unique(n.name, i, source, index_of, folded, nodes)
+    # Locations are formatted only for an error: this runs on every load.
     for i, n in enumerate(nodes):
-        where = node_at(source, i, n.name)
         for j, spelling in enumerate(n.input):
             src = parse_input(spelling)[0]
             if src not in index_of:
-                raise fail(field_at(where, "input", j), f"{short(spelling)} names node "
-                                                        f"{short(src)}, which is not in the file")
+                raise fail(field_at(node_at(source, i, n.name), "input", j),
+                           f"{short(spelling)} names node {short(src)}, which is not in the file")
         for j, group in enumerate(n.attr.get("_class", ())):
             if group[5:] not in index_of:
-                raise fail(field_at(where, "attr", "_class", j), f"colocation with "
-                           f"{short(group[5:])}, which is not a node of the file")
+                raise fail(field_at(node_at(source, i, n.name), "attr", "_class", j),
+                           f"colocation with {short(group[5:])}, which is not a node of the file")
     return index_of
 
 
@@ -308,14 +318,13 @@ def check_ops(nodes: list, source: str, index_of: dict[str, int]) -> None:
     _register_every_op()
     outputs = [_check_node(n, node_at(source, i, n.name)) for i, n in enumerate(nodes)]
     for i, n in enumerate(nodes):
-        where = node_at(source, i, n.name)
         for j, spelling in enumerate(n.input):
             src, index = parse_input(spelling)
             have = outputs[index_of[src]]
             if index >= 0 and have is not None and index >= have:
-                raise fail(field_at(where, "input", j), f"{short(spelling)} names output "
-                           f"{index} of {short(src)}, which has {have} output"
-                           f"{'s' if have != 1 else ''}")
+                raise fail(field_at(node_at(source, i, n.name), "input", j),
+                           f"{short(spelling)} names output {index} of {short(src)}, which has "
+                           f"{have} output{'s' if have != 1 else ''}")
 
 
 def _register_every_op() -> None:
@@ -323,16 +332,17 @@ def _register_every_op() -> None:
     importlib.import_module("engine.api")
 
 
-def _check_unique(name: str, i: int, where: str, index_of: dict, folded: dict, nodes) -> None:
+def _check_unique(name: str, i: int, source: str, index_of: dict, folded: dict, nodes) -> None:
     if name in index_of:
-        raise fail(field_at(where, "name"), f"duplicate node name: node {index_of[name]} is "
-                                            f"also named {short(name)}")
+        raise fail(field_at(node_at(source, i, name), "name"), f"duplicate node name: node "
+                                                               f"{index_of[name]} is also named "
+                                                               f"{short(name)}")
     key = name.lower()
     if key in folded:
         other = folded[key]
-        raise fail(field_at(where, "name"), f"{short(name)} differs only in case from node "
-                   f"{other} ({short(nodes[other].name)}); node names are unique ignoring case "
-                   "here, as tf.Graph's are, so import would rename one of them")
+        raise fail(field_at(node_at(source, i, name), "name"), f"{short(name)} differs only in "
+                   f"case from node {other} ({short(nodes[other].name)}); node names are unique "
+                   "ignoring case here, as tf.Graph's are, so import would rename one of them")
     index_of[name] = i
     folded[key] = i
 
@@ -351,11 +361,11 @@ def _check_node(n, where: str) -> int | None:
     _check_input_count(n, sig, where)
     count = sig.count(sig.outputs, n.attr)
     if count > MAX_NODE_OUTPUTS:
-        raise limit_error(field_at(where, "attr"), f"a {n.op} with these attrs has {count:,} "
+        raise limit_error(field_at(where, "attr"), f"{a_an(n.op)} with these attrs has {count:,} "
                           "outputs", "MAX_NODE_OUTPUTS")
     for field, listed in (("output_dtypes", n.output_dtypes), ("output_shapes", n.output_shapes)):
         if listed and len(listed) != count:
-            raise fail(field_at(where, field), f"lists {len(listed)} outputs, a {n.op} with "
+            raise fail(field_at(where, field), f"lists {len(listed)} outputs, {a_an(n.op)} with "
                                                f"these attrs has {count}")
     if n.op == "Const":
         _check_const(n, where)
@@ -377,18 +387,18 @@ def _check_attrs(n, sig: Signature, where: str) -> None:
         if name not in n.attr:
             if spec.required:
                 raise fail(field_at(where, "attr"), f"missing attr {name!r} ({spec.kind}), "
-                                                    f"which a {n.op} requires ({sig.op}: "
+                                                    f"which {a_an(n.op)} requires ({sig.op}: "
                                                     f"{sig.text})")
             continue
         value = n.attr[name]
         if not has_kind(value, spec.kind):
-            raise fail(field_at(where, "attr", name), f"a {n.op}'s attr {name!r} is "
+            raise fail(field_at(where, "attr", name), f"{a_an(n.op)}'s attr {name!r} is "
                                                       f"{kind_text(spec.kind)}, got "
                                                       f"{describe_value(value)}")
         size = len(value) if isinstance(value, list) else value
         if spec.minimum is not None and size < spec.minimum:
             what = "length" if isinstance(value, list) else "value"
-            raise fail(field_at(where, "attr", name), f"a {n.op}'s attr {name!r} has minimum "
+            raise fail(field_at(where, "attr", name), f"{a_an(n.op)}'s attr {name!r} has minimum "
                                                       f"{what} {spec.minimum}, got {size}")
 
 
@@ -404,7 +414,7 @@ def _check_input_count(n, sig: Signature, where: str) -> None:
     expected = sig.count(sig.inputs, n.attr)
     got = len(n.input) if seen_control is None else seen_control
     if got != expected:
-        raise fail(field_at(where, "input"), f"a {n.op} takes {expected} data input"
+        raise fail(field_at(where, "input"), f"{a_an(n.op)} takes {expected} data input"
                    f"{'s' if expected != 1 else ''} ({describe_args(sig.inputs)}), got {got}")
 
 

@@ -83,10 +83,14 @@ def test_file_size_limit_names_the_knob(tmp_path, monkeypatch):
     path = tmp_path / "g.json"
     path.write_text(json.dumps(BASE))
     monkeypatch.setattr(graph_schema, "MAX_FILE_BYTES", 100)
-    with pytest.raises(GraphFileError, match="g.json: the file is longer, over the limit of 100 "
-                                             "\\(engine.graph_schema.MAX_FILE_BYTES; raise it to "
-                                             "load this file\\)"):
+    size = path.stat().st_size
+    with pytest.raises(GraphFileError, match=f"g.json: the file is {size:,} bytes, over the limit "
+                                             "of 100 \\(engine.graph_schema.MAX_FILE_BYTES; raise "
+                                             "it to load this file\\)"):
         tf.load_graph(path)
+    with pytest.raises(GraphFileError, match="g.json: the document is .* characters, over the "
+                                             "limit of 100"):
+        graph_def_from_json(path.read_text(), "g.json")
     monkeypatch.setattr(graph_schema, "MAX_FILE_BYTES", 1 << 20)
     tf.load_graph(path)
 
@@ -115,17 +119,17 @@ def test_a_key_given_twice():
 
 def test_nesting_depth_limit():
     deep = _with(lambda d: _node(d, "done")["attr"].update(x=json.loads("[" * 40 + "]" * 40)))
-    assert _error(deep) == ("g.json: node 8 ('done'): holds JSON nested 33 containers deep, over "
-                            "the limit of 32 (engine.graph_schema.MAX_NESTING_DEPTH; raise it to "
-                            "load this file)")
+    assert _error(deep) == ("g.json: node 8 ('done'), field 'attr': holds JSON nested 33 "
+                            "containers deep, over the limit of 32 (engine.graph_schema."
+                            "MAX_NESTING_DEPTH; raise it to load this file)")
     assert _error("[" * 100_000).startswith("g.json: JSON nested too deeply for the parser, "
                                             "over the limit of 32")
 
 
 def test_a_lone_surrogate_is_not_utf8():
     doc = _with(lambda d: _node(d, "done")["stack"].append("bad \ud800 text"))
-    assert _error(doc) == ("g.json: node 8 ('done'): holds a string with a lone surrogate "
-                           "('bad \\ud800 text'), which is not UTF-8 text")
+    assert _error(doc) == ("g.json: node 8 ('done'), field 'stack': holds a string with a lone "
+                           "surrogate ('bad \\ud800 text'), which is not UTF-8 text")
 
 
 @pytest.mark.parametrize("change, message", [
@@ -361,7 +365,7 @@ def test_side_arrays_together_have_a_limit(tmp_path, monkeypatch):
      "g.json: node 2 ('dense/MatMul'), field 'input': a MatMul takes 2 data inputs (a, b), got "
      "1"),
     (lambda d: _node(d, "sum")["attr"].update(N=3),
-     "g.json: node 5 ('sum'), field 'input': a AddN takes 3 data inputs (inputs*N), got 2"),
+     "g.json: node 5 ('sum'), field 'input': an AddN takes 3 data inputs (inputs*N), got 2"),
     (lambda d: _node(d, "cat")["input"].insert(0, "split"),
      "g.json: node 7 ('cat'), field 'input': a ConcatV2 takes 3 data inputs (values*N, axis), "
      "got 4"),
@@ -452,7 +456,7 @@ def test_import_names_the_node_for_what_only_shape_inference_sees():
         tf.import_graph_def(graph_def_from_json(json.dumps(doc), "g.json"), graph=tf.Graph())
     doc = _with(lambda d: _node(d, "sum").update(output_dtypes=["int32"]))
     with pytest.raises(GraphFileError, match="g.json: node 5 \\('sum'\\), field 'output_dtypes': "
-                                             "says \\['int32'\\] but a AddN with these inputs "
+                                             "says \\['int32'\\] but an AddN with these inputs "
                                              "and attrs gives \\['float32'\\]"):
         tf.import_graph_def(graph_def_from_json(json.dumps(doc), "g.json"), graph=tf.Graph())
 
