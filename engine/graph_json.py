@@ -129,7 +129,11 @@ def decode_attr(raw, where: str, arrays, nested: bool = False):
                           f"tensor), got {_kind_with_keys(raw)}")
     (kind, body), = raw.items()
     if kind == "dtype":
-        return decode_dtype(body, f"{where}['dtype']")
+        dtype = decode_dtype(body, f"{where}['dtype']")
+        if dtype.is_ref:
+            raise fail(f"{where}['dtype']", f"AttrValue must not have reference type value of "
+                                            f"{dtype.name} (as in TF)")
+        return dtype
     if kind == "shape":
         return decode_shape(body, f"{where}['shape']")
     if kind == "float":

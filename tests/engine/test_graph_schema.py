@@ -234,6 +234,9 @@ def test_tf_accepts_relative_looking_names():
      "int"),
     (lambda d: _node(d, "x")["attr"].update(extra={"dtype": "float99"}),
      "node 0 ('x'), field 'attr'['extra']['dtype']: unknown dtype 'float99'"),
+    (lambda d: _node(d, "x")["attr"].update(dtype={"dtype": "float32_ref"}),
+     "node 0 ('x'), field 'attr'['dtype']['dtype']: AttrValue must not have reference type value "
+     "of float32_ref (as in TF)"),
     (lambda d: _node(d, "x")["attr"].update(extra=1 << 63),
      "node 0 ('x'), field 'attr'['extra']: 9223372036854775808 is outside the int64 range"),
     (lambda d: _node(d, "x")["attr"].update(extra=[1, -(1 << 63) - 1]),
