@@ -236,6 +236,11 @@ def worker(conn, engine_root: str) -> None:
         conn.send(classify(tf, errors, GraphFileError, path))
 
 
+# After the file, a named error says where: a node or field, a byte, a place in the JSON text.
+LOCATED = re.compile(r"node |field |byte \d|line \d+ column|digits|twice|nested|the file is|"
+                     r"not a regular file|collection")
+
+
 def classify(tf, errors, named_class, path: str) -> tuple[str, str, str]:
     try:
         graph = tf.load_graph(path)
@@ -243,8 +248,10 @@ def classify(tf, errors, named_class, path: str) -> tuple[str, str, str]:
         return "loaded", "", ""
     except Exception as e:  # noqa: BLE001 - the point is to see what escapes
         message = str(e)
-        if isinstance(e, named_class) and message.startswith(f"{path}: "):
-            return "named", type(e).__name__, message[len(path) + 2:][:160]
+        where = message[len(path) + 2:]
+        if isinstance(e, named_class) and message.startswith(f"{path}: ") and \
+                LOCATED.search(where):
+            return "named", type(e).__name__, where[:160]
         if isinstance(e, (ValueError, errors.OpError)):
             return "unnamed", type(e).__name__, message[:160]
         return "crash", type(e).__name__, message[:160]

@@ -129,14 +129,15 @@ def graph_def_to_json(graph_def: GraphDef, strip_prefix: str = "") -> str:
     return graph_json.document_to_json(graph_def, strip_prefix)
 
 
-def graph_def_from_json(text: str, source: str = "<string>") -> GraphDef:
-    """Parses the JSON form (version 1 or 2, without side arrays), checked against the schema
-    (engine/graph_schema.py): a document that breaks it raises GraphFileError naming the file
-    (`source`), the node and the field."""
+def graph_def_from_json(text: str | bytes, source: str = "<string>") -> GraphDef:
+    """Parses the JSON form (text, or UTF-8 bytes; version 1 or 2, without side arrays), checked
+    against the schema (engine/graph_schema.py): a document that breaks it raises GraphFileError
+    naming the file (`source`), the node and the field."""
     return graph_def_from_document(text, source)[0]
 
 
-def graph_def_from_document(text: str, source: str, open_arrays=None) -> tuple[GraphDef, dict]:
+def graph_def_from_document(text: str | bytes, source: str,
+                            open_arrays=None) -> tuple[GraphDef, dict]:
     """The checked GraphDef of a JSON document and its raw collections; `open_arrays(name)`
     opens the side .npz a version 2 document names."""
     header, fields, collections = graph_json.document_from_json(text, source, open_arrays)

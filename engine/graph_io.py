@@ -30,7 +30,7 @@ from engine import errors, graph_schema
 from engine.graph import Graph, Operation, Tensor
 from engine.graph_def import GraphDef, graph_def_from_document, import_graph_def
 from engine.graph_json import ArrayStore, document_to_json
-from engine.graph_schema import document_field, fail, kind_of, limit_error, short
+from engine.graph_schema import decode_utf8, document_field, fail, kind_of, limit_error, short
 from engine.ops.variables import Variable
 
 __all__ = ["load_graph", "load_graph_def", "save_graph"]
@@ -285,8 +285,4 @@ def _read_text(path: Path) -> str:
     if len(data) > limit:
         raise limit_error(str(path), f"the file is {max(info.st_size, len(data)):,} bytes",
                           "MAX_FILE_BYTES")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise fail(str(path), f"byte {e.start}: not UTF-8 text ({e.reason}); a graph file is "
-                              "UTF-8 JSON") from None
+    return decode_utf8(data, str(path))

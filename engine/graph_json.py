@@ -17,6 +17,7 @@ from engine import dtypes, graph_schema
 from engine.graph_schema import (
     INT64_MAX,
     INT64_MIN,
+    GraphFileError,
     document_field,
     fail,
     field_at,
@@ -39,6 +40,7 @@ _NODE_NAME = re.compile(r"[A-Za-z0-9.][A-Za-z0-9_.\-/>]*")
 _INPUT = re.compile(r"\^?[A-Za-z0-9.][A-Za-z0-9_.\-/>]*(:[0-9]+)?")
 _ATTR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SIDE_FILE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]*\.npz")
+_PLAIN_ATTRS = (bool, str, float, type(None))
 DOCUMENT_FIELDS = ("format", "version", "graph_version", "arrays", "node", "collections")
 NODE_FIELDS = ("name", "op", "input", "device", "attr", "output_dtypes", "output_shapes",
                "stack")
@@ -137,7 +139,7 @@ def decode_attr(raw, where: str, arrays, nested: bool = False):
     if kind == "shape":
         return decode_shape(body, f"{where}['shape']")
     if kind == "float":
-        if body not in _NON_FINITE:
+        if not isinstance(body, str) or body not in _NON_FINITE:
             raise fail(f"{where}['float']", f"must be one of {sorted(_NON_FINITE)}, got "
                                             f"{short(body)}")
         return _NON_FINITE[body]
@@ -351,8 +353,11 @@ def decode_node(raw, index: int, source: str, arrays) -> dict:
         if not _ATTR_NAME.fullmatch(k):
             raise fail(field_at(where, "attr", k), "an attr name is letters, digits and _, not "
                                                    "starting with a digit")
-        attr[k] = decode_attr(v, field_at(where, "attr", k), arrays)
-    _check_colocation(attr.get("_class"), field_at(where, "attr", "_class"))
+        value = _plain_attr(v)
+        attr[k] = value if value is not _NOT_PLAIN else \
+            decode_attr(v, field_at(where, "attr", k), arrays)
+    if "_class" in attr:
+        _check_colocation(attr["_class"], field_at(where, "attr", "_class"))
     return {"name": name, "op": op, "input": inputs, "device": device, "attr": attr,
             "output_dtypes": tuple(_output_dtype(d, where, j) for j, d in
                                    enumerate(_list(raw, "output_dtypes", where))),
@@ -376,6 +381,28 @@ def _output_shape(raw, where: str, j: int) -> TensorShape:
             d is None or type(d) is int and 0 <= d <= INT64_MAX for d in raw):
         return TensorShape(raw)
     return decode_shape(raw, field_at(where, "output_shapes", j))
+
+
+_NOT_PLAIN = object()
+
+
+def _plain_attr(v):
+    """The decoded value of the attrs most nodes carry (numbers, strings, bools, lists of them,
+    a dtype), or _NOT_PLAIN: those go through decode_attr, which formats locations for its
+    errors. This runs for every attr of every node."""
+    kind = type(v)
+    if kind in _PLAIN_ATTRS or kind is int and INT64_MIN <= v <= INT64_MAX:
+        return v
+    if kind is list and all(type(x) in _PLAIN_ATTRS or type(x) is int and
+                            INT64_MIN <= x <= INT64_MAX for x in v):
+        return v
+    if kind is dict and len(v) == 1 and type(v.get("dtype")) is str:
+        try:
+            dtype = dtypes.as_dtype(v["dtype"])
+        except (TypeError, ValueError, KeyError):
+            return _NOT_PLAIN
+        return _NOT_PLAIN if dtype.is_ref else dtype
+    return _NOT_PLAIN
 
 
 def _string(raw: dict, key: str, where: str, required: bool = False) -> str:
@@ -403,8 +430,6 @@ def _string_list(raw: dict, key: str, where: str) -> list[str]:
 
 
 def _check_colocation(groups, where: str) -> None:
-    if groups is None:
-        return
     if not isinstance(groups, list):
         raise fail(where, "must be a list of \"loc:@<node>\" strings")
     for j, g in enumerate(groups):
@@ -428,16 +453,36 @@ def document_to_json(graph_def, strip_prefix: str = "", arrays: ArrayStore | Non
             f"\n], \"collections\": {tail}}}\n")
 
 
-def document_from_json(text: str, source: str, open_arrays=None) -> tuple[dict, list, dict]:
-    """(header, node field dicts, raw collections), every field checked. `open_arrays(name)`
-    gives the side file's reader for documents that name one."""
+def document_from_json(text: str | bytes, source: str, open_arrays=None) -> tuple[dict, list, dict]:
+    """(header, node field dicts, raw collections), every field checked; `text` may also be the
+    file's bytes. `open_arrays(name)` gives the side file's reader for documents that name
+    one."""
+    if isinstance(text, (bytes, bytearray, memoryview)):
+        text = graph_schema.decode_utf8(text, source)
     if len(text) > graph_schema.MAX_FILE_BYTES:
         raise limit_error(source, f"the document is {len(text):,} characters",
                           "MAX_FILE_BYTES")
     doc = graph_schema.parse_json(text, source)
     if not isinstance(doc, dict) or doc.get("format") != JSON_FORMAT:
         raise fail(document_field(source, "format"), f"not an {JSON_FORMAT} document")
-    graph_schema.check_tree(doc, source, text)
+    # The decoders look at every container but not inside every string: lone surrogates (only
+    # ever from "\\ud800"-style escapes, which a regex finds) are looked for first.
+    surrogates = graph_schema.may_hold_surrogates(text)
+    if surrogates:
+        graph_schema.check_tree(doc, source, strings=True)
+    try:
+        return _decode_document(doc, source, open_arrays)
+    except GraphFileError as e:
+        error = e
+    # The decoders accept no container nested deeper than the schema's own (about 10 deep),
+    # so a document past MAX_NESTING_DEPTH always fails in them: say that instead, at the deep
+    # node's field.
+    if not surrogates:
+        graph_schema.check_tree(doc, source, strings=False)
+    raise error
+
+
+def _decode_document(doc: dict, source: str, open_arrays) -> tuple[dict, list, dict]:
     unknown = [k for k in doc if k not in DOCUMENT_FIELDS]
     if unknown:
         raise fail(document_field(source, unknown[0]), f"unknown field (a graph document has "

@@ -127,7 +127,10 @@ def document_field(source: str, field: str, *keys) -> str:
 
 
 def field_path(field: str, *keys) -> str:
-    return f"'{field}'" + "".join(f"[{k!r}]" for k in keys)
+    path = f"'{field}'"
+    for k in keys:
+        path += f"[{k!r}]"
+    return path
 
 
 def kind_of(v) -> str:
@@ -145,9 +148,13 @@ def a_an(op_type: str) -> str:
 
 
 def limit_error(where: str, what: str, limit_name: str) -> GraphFileError:
+    return fail(where, over_limit(what, limit_name))
+
+
+def over_limit(what: str, limit_name: str) -> str:
     limit = globals()[limit_name]
-    return fail(where, f"{what}, over the limit of {limit:,} (engine.graph_schema.{limit_name}; "
-                       "raise it to load this file)")
+    return (f"{what}, over the limit of {limit:,} (engine.graph_schema.{limit_name}; raise it "
+            "to load this file)")
 
 
 # -- the document ---------------------------------------------------------------------------
@@ -183,22 +190,38 @@ def parse_json(text: str, source: str):
         raise fail(source, f"not valid JSON ({e})") from None
 
 
-def check_tree(doc: dict, source: str, text: str) -> None:
-    """Nesting depth and lone surrogates (from "\\ud800"-style escapes, or in `text` itself),
-    located at the node (or top-level field) holding them."""
-    strings = _SURROGATE_ESCAPE.search(text) is not None or not _is_utf8(text)
+def decode_utf8(data: bytes, source: str) -> str:
+    try:
+        return bytes(data).decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise fail(source, f"byte {e.start}: not UTF-8 text ({e.reason}); a graph file is "
+                           "UTF-8 JSON") from None
+
+
+def may_hold_surrogates(text: str) -> bool:
+    """Whether a string parsed from `text` may hold a lone surrogate: `text` has one itself, or
+    a "\\ud800"-style escape."""
+    return _SURROGATE_ESCAPE.search(text) is not None or not _is_utf8(text)
+
+
+def check_tree(doc: dict, source: str, strings: bool) -> None:
+    """Nesting depth, and with `strings` lone surrogates, located at the node's field (or the
+    top-level field) holding them."""
     for key, value in doc.items():
         if key != "node" or type(value) is not list:
-            _walk(value, 2, document_field(source, key), strings)
+            problem = _problem(value, 2, strings)
+            if problem:
+                raise fail(document_field(source, key), problem)
             continue
         for i, node in enumerate(value):
-            if type(node) is not dict:
-                continue      # graph_json refuses it: a node is an object
-            where = node_at(source, i, node.get("name"))
-            for field, item in node.items():
-                if strings:
-                    _check_text(field, where)
-                _walk(item, 4, field_at(where, field), strings)
+            # A node that is not an object is graph_json's to refuse; a node's problem is
+            # looked for again field by field only to say where it is.
+            if type(node) is dict and _problem(node, 3, strings):
+                where = node_at(source, i, node.get("name"))
+                for field, item in node.items():
+                    problem = _problem(field, 4, strings) or _problem(item, 4, strings)
+                    if problem:
+                        raise fail(field_at(where, field), problem)
 
 
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
@@ -206,29 +229,31 @@ _CONTAINERS = (list, dict)
 _TEXT_OR_CONTAINERS = (list, dict, str)
 
 
-def _walk(value, depth: int, where: str, strings: bool) -> None:
-    """Visits containers only (and strings when `strings`): lists of numbers, most of a
-    document, are skipped after one C-speed look at their element types."""
+def _problem(value, depth: int, strings: bool) -> str | None:
+    """What is wrong with `value` (nested `depth` containers deep), or None. Visits containers
+    only (and strings when `strings`): lists of numbers, most of a document, are passed over
+    after one C-speed look at their element types."""
     wanted = _TEXT_OR_CONTAINERS if strings else _CONTAINERS
     todo = [(value, depth)]
     while todo:
         v, d = todo.pop()
         if type(v) is str:
-            _check_text(v, where)
+            if not _is_utf8(v):
+                return (f"holds a string with a lone surrogate ({short(v)}), which is not UTF-8 "
+                        "text")
             continue
         if type(v) not in _CONTAINERS:
             continue
         if d > MAX_NESTING_DEPTH:
-            raise limit_error(where, f"holds JSON nested {d} containers deep",
-                              "MAX_NESTING_DEPTH")
+            return over_limit(f"holds JSON nested {d} containers deep", "MAX_NESTING_DEPTH")
         if type(v) is dict:
             if strings:
-                for k in v:
-                    _check_text(k, where)
+                todo.extend([(k, d) for k in v])
             v = v.values()
         kinds = set(map(type, v))
         if list in kinds or dict in kinds or strings and str in kinds:
             todo.extend([(x, d + 1) for x in v if type(x) in wanted])
+    return None
 
 
 def _is_utf8(text: str) -> bool:
@@ -239,12 +264,6 @@ def _is_utf8(text: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
-
-
-def _check_text(text: str, where: str) -> None:
-    if not _is_utf8(text):
-        raise fail(where, f"holds a string with a lone surrogate ({short(text)}), which is "
-                           "not UTF-8 text")
 
 
 def check_collections(raw, source: str) -> None:
@@ -316,7 +335,7 @@ def check_ops(nodes: list, source: str, index_of: dict[str, int]) -> None:
     """The rules that need each node's op: registered op types, devices, required and typed
     attrs, input counts and order, and inputs naming outputs their producer has."""
     _register_every_op()
-    outputs = [_check_node(n, node_at(source, i, n.name)) for i, n in enumerate(nodes)]
+    outputs = [_check_node(n, _NodeAt(source, i, n.name)) for i, n in enumerate(nodes)]
     for i, n in enumerate(nodes):
         for j, spelling in enumerate(n.input):
             src, index = parse_input(spelling)
@@ -325,6 +344,19 @@ def check_ops(nodes: list, source: str, index_of: dict[str, int]) -> None:
                 raise fail(field_at(node_at(source, i, n.name), "input", j),
                            f"{short(spelling)} names output {index} of {short(src)}, which has "
                            f"{have} output{'s' if have != 1 else ''}")
+
+
+class _NodeAt:
+    """node_at(...), formatted only when an error message uses it (this runs for every node
+    of every file loaded)."""
+
+    __slots__ = ("source", "index", "name")
+
+    def __init__(self, source: str, index: int, name: str):
+        self.source, self.index, self.name = source, index, name
+
+    def __str__(self) -> str:
+        return node_at(self.source, self.index, self.name)
 
 
 def _register_every_op() -> None:
@@ -347,7 +379,7 @@ def _check_unique(name: str, i: int, source: str, index_of: dict, folded: dict, 
     folded[key] = i
 
 
-def _check_node(n, where: str) -> int | None:
+def _check_node(n, where) -> int | None:
     """Checks one node alone; returns how many outputs it has (None: not known)."""
     if not registry.is_registered(n.op):
         raise UnregisteredOpError(None, None, f"{field_at(where, 'op')}: Op type not registered "

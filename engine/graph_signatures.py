@@ -275,7 +275,10 @@ class Signature:
 
     def count(self, args, attrs: dict) -> int:
         """Tensors `args` stand for, given checked attrs."""
-        return sum(1 if n is None else attrs[n] for _, n in args)
+        total = 0
+        for _, counted_by in args:
+            total += 1 if counted_by is None else attrs[counted_by]
+        return total
 
 
 _ATTR = re.compile(r"(\w+)([:=])([\w()]+)(?:>=(\d+))?")
@@ -306,21 +309,27 @@ def describe_args(args) -> str:
 
 
 _SCALAR_KINDS = {
-    "type": (lambda v: isinstance(v, DType), 'a dtype ({"dtype": "float32"})'),
-    "shape": (lambda v: isinstance(v, TensorShape), 'a shape ({"shape": [2, null]})'),
-    "tensor": (lambda v: isinstance(v, np.ndarray), 'a tensor ({"tensor": {...}})'),
-    "int": (lambda v: isinstance(v, int) and not isinstance(v, bool), "an integer"),
-    "float": (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool), "a number"),
-    "bool": (lambda v: isinstance(v, bool), "true or false"),
-    "string": (lambda v: isinstance(v, str), "a string"),
+    "type": (lambda v: type(v) is DType, 'a dtype ({"dtype": "float32"})'),
+    "shape": (lambda v: type(v) is TensorShape, 'a shape ({"shape": [2, null]})'),
+    "tensor": (lambda v: type(v) is np.ndarray, 'a tensor ({"tensor": {...}})'),
+    "int": (lambda v: type(v) is int, "an integer"),
+    "float": (lambda v: type(v) in (int, float), "a number"),
+    "bool": (lambda v: type(v) is bool, "true or false"),
+    "string": (lambda v: type(v) is str, "a string"),
 }
+# Decoded attrs are exactly these types (graph_json builds them), so `type(v) is` suffices
+# and keeps bool out of int; list kinds check each item.
+def _list_of(check):
+    return lambda v: type(v) is list and all(map(check, v))
+
+
+_KIND_CHECKS = {kind: check for kind, (check, _) in _SCALAR_KINDS.items()}
+_KIND_CHECKS.update({f"list({kind})": _list_of(check) for kind, check in _KIND_CHECKS.items()})
 
 
 def has_kind(value, kind: str) -> bool:
-    if kind.startswith("list("):
-        return isinstance(value, list) and all(has_kind(v, kind[5:-1]) for v in value)
-    check = _SCALAR_KINDS.get(kind)
-    return check is None or check[0](value)
+    check = _KIND_CHECKS.get(kind)
+    return check is None or check(value)
 
 
 def kind_text(kind: str) -> str:

@@ -44,7 +44,7 @@ BASE = _base_doc()
 
 
 def _error(doc, cls=GraphFileError) -> str:
-    text = doc if isinstance(doc, str) else json.dumps(doc)
+    text = doc if isinstance(doc, (str, bytes)) else json.dumps(doc)
     with pytest.raises(GraphFileError) as info:
         graph_def_from_json(text, "g.json")
     assert type(info.value) is cls
@@ -77,6 +77,12 @@ def test_not_utf8_names_the_byte(tmp_path):
     with pytest.raises(GraphFileError, match=f"^{path}: byte 40: not UTF-8 text \\(invalid start "
                                              "byte\\); a graph file is UTF-8 JSON$"):
         tf.load_graph(path)
+
+
+def test_bytes_are_read_as_utf8():
+    assert len(graph_def_from_json(json.dumps(BASE).encode(), "g.json").node) == 9
+    assert _error(b'{"format": "\xff"}') == ("g.json: byte 12: not UTF-8 text (invalid start "
+                                              "byte); a graph file is UTF-8 JSON")
 
 
 def test_file_size_limit_names_the_knob(tmp_path, monkeypatch):
@@ -251,6 +257,9 @@ def test_tf_accepts_relative_looking_names():
     (lambda d: _node(d, "x")["attr"].update(extra={"float": "inf"}),
      "node 0 ('x'), field 'attr'['extra']['float']: must be one of ['-Infinity', 'Infinity', "
      "'NaN'], got 'inf'"),
+    (lambda d: _node(d, "x")["attr"].update(extra={"float": []}),
+     "node 0 ('x'), field 'attr'['extra']['float']: must be one of ['-Infinity', 'Infinity', "
+     "'NaN'], got []"),
     (lambda d: _node(d, "x")["attr"]["shape"].update(shape=[None] * 255),
      "node 0 ('x'), field 'attr'['shape']['shape']: a shape has at most 254 dims (TF's limit), "
      "this one has 255"),
@@ -409,6 +418,9 @@ def test_side_arrays_together_have_a_limit(tmp_path, monkeypatch):
      "g.json: node 4 ('split'), field 'output_shapes': lists 3 outputs, a Split with these "
      "attrs has 2"),
     (lambda d: _node(d, "sum")["attr"].update(_class="loc:@x"),
+     "g.json: node 5 ('sum'), field 'attr'['_class']: must be a list of \"loc:@<node>\" "
+     "strings"),
+    (lambda d: _node(d, "sum")["attr"].update(_class=None),
      "g.json: node 5 ('sum'), field 'attr'['_class']: must be a list of \"loc:@<node>\" "
      "strings"),
     (lambda d: _node(d, "sum")["attr"].update(_class=["x"]),

@@ -22,7 +22,7 @@ import engine as tf
 from engine.graph_schema import GraphFileError
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_graphs"
-FUZZ = settings(derandomize=True, max_examples=120, deadline=None, database=None,
+FUZZ = settings(derandomize=True, max_examples=200, deadline=None, database=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 # Where a message may point, after the file: a node's field (or a node that is not an object),
 # a top-level field, a byte, a place in the JSON text, a key given twice, a limit on the text.
