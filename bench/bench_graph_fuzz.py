@@ -2,21 +2,24 @@
 tree, graph structure, raw bytes, side .npz, limits) each loaded with engine.load_graph in a
 worker process under a time limit, counted as loaded / named errors (GraphFileError naming the
 file) / unnamed errors / crash-class (any other exception) / hangs; then the time to report a
-2-node cycle behind chains of 1,000 and 8,000 nodes, and a load of the frozen digits CNN.
+2-node cycle behind chains of 1,000 to 64,000 nodes, and loads of two sample graphs.
 A script, not a test:
     python bench/bench_graph_fuzz.py [--files N] [--seed S] [--timeout SECONDS]
-        [--engine-root PATH]   (another checkout's engine, e.g. main, for the figures before)"""
+        [--peer PATH]          (also run the same cases against another checkout, e.g. main)
+        [--engine-root PATH]   (run against that checkout's engine only)"""
 
 from __future__ import annotations
 
 import argparse
 import collections
 import copy
+import gc
 import io
 import json
 import multiprocessing
 import pickle
 import re
+import subprocess
 import sys
 import tempfile
 import time
@@ -68,7 +71,9 @@ def load_bases(folder: Path) -> list[tuple[dict, bytes | None]]:
             doc["arrays"] = "g.json.npz"       # every case is written as g.json
         bases.append((doc, side.read_bytes() if side.exists() else None))
     text, side = training_graph_files(folder)
-    bases.append((json.loads(text), side))
+    doc = json.loads(text)
+    doc["arrays"] = "g.json.npz"
+    bases.append((doc, side))
     return bases
 
 
@@ -354,17 +359,19 @@ def time_cycles(repeats: int = 3) -> None:
         return "no error"
     report(cycle_document(10))
     seconds = {}
-    for chain in (1000, 1600, 8000):
+    for chain in (1000, 1600, 8000, 64000):
         text = cycle_document(chain)
         times = []
         for _ in range(repeats):
+            gc.collect()     # each timing starts from the same heap, not the last one's garbage
             start = time.perf_counter()
             message = report(text)
             times.append(time.perf_counter() - start)
         seconds[chain] = min(times)
         print(f"cycle behind a chain of {chain:,} nodes: reported in {seconds[chain]:.3f} s "
               f"({seconds[chain] / chain * 1e6:.1f} us a node): {message[:100]}")
-    print(f"  8,000 / 1,000 time ratio {seconds[8000] / seconds[1000]:.1f} (linear: 8)")
+    print(f"  8,000 / 1,000 time ratio {seconds[8000] / seconds[1000]:.1f} (linear: 8); "
+          f"64,000 / 1,000 {seconds[64000] / seconds[1000]:.0f} (linear: 64, quadratic: 4096)")
 
 
 def time_load(repeats: int = 50) -> None:
@@ -390,8 +397,14 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--timeout", type=float, default=10.0)
     parser.add_argument("--engine-root", default=str(ROOT))
+    parser.add_argument("--peer", help="a checkout whose engine is run first, as the peer")
     parser.add_argument("--skip-fuzz", action="store_true")
     args = parser.parse_args()
+    if args.peer:
+        rest = [a for a in sys.argv[1:] if a not in ("--peer", args.peer)]
+        print(f"== peer: {args.peer}", flush=True)
+        subprocess.run([sys.executable, __file__, *rest, "--engine-root", args.peer], check=True)
+        print(f"== this checkout: {args.engine_root}", flush=True)
     sys.path.insert(0, args.engine_root)
     if not args.skip_fuzz:
         fuzz(args)

@@ -4,7 +4,7 @@ it (written with np.savez, read member by member with allow_pickle=False after c
 header against the document), and the collections a MetaGraph keeps, so a loaded graph can
 resume training. Files are replaced atomically; a damaged or hostile file raises GraphFileError
 (engine/graph_schema.py: an InvalidArgumentError and a ValueError) naming the file, the node and
-the field, before anything is imported.
+the field, checked against the file's schema before anything is imported.
 
 save_graph keeps every collection whose items are all variables, tensors, operations or plain
 strings and numbers: in a TF1 program that is `variables`, `trainable_variables`,

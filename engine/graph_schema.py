@@ -3,9 +3,10 @@ them raises, naming the file, the node and the field), and the checks that span 
 fields, other nodes or the op registry. engine/graph_json.py decodes and checks each field.
 
 A graph document (written by engine.save_graph, read by engine.load_graph, load_graph_def
-and graph_def_from_json) is one UTF-8 JSON object of at most MAX_FILE_BYTES, nested at most
-MAX_NESTING_DEPTH containers deep, no object holding a key twice, no string holding a lone
-surrogate. Fields, each checked before anything is imported (any other field is an error):
+and graph_def_from_json) is one UTF-8 JSON object of at most MAX_FILE_BYTES (a regular file,
+when read from one), nested at most MAX_NESTING_DEPTH containers deep, no object holding a key
+twice, no string holding a lone surrogate. Its fields, all checked before anything is imported
+(a field not listed is an error):
 
     format         "engine.graphdef"
     version        1 or 2 (2 is written; 1 lacks arrays and collections)
@@ -32,8 +33,8 @@ surrogate. Fields, each checked before anything is imported (any other field is 
     stack          list of strings, default []: creation sites, outermost first
 
     <attr>  = true | <int> | <float> | "text" | null | [<attr>, ...] (one level)
-            | {"float": "NaN" | "Infinity" | "-Infinity"} | {"dtype": "<dtype name>"}
-            | {"shape": <shape>} | {"tensor": <tensor>}
+            | {"float": "NaN" | "Infinity" | "-Infinity"} | {"dtype": "<dtype name>", not a
+              reference dtype (TF's rule)} | {"shape": <shape>} | {"tensor": <tensor>}
     <int>   = an integer in int64 range (also every dim and count below)
     <shape> = null (unknown rank) | [<dim>, ...] of at most MAX_RANK (254, TF's limit) dims,
               a dim >= 0, or -1 or null when unknown
@@ -52,6 +53,12 @@ surrogate. Fields, each checked before anything is imported (any other field is 
 
 The limits are module attributes read at each load: set, for example,
 `engine.graph_schema.MAX_TENSOR_BYTES = 4 << 30` to load a file with larger constants.
+
+Checked in this order, the first broken rule raising: the text (size, UTF-8, JSON, keys given
+once), each node's fields in file order (graph_json), names and references, cycles (graph_def,
+Tarjan's SCCs), then each node against its op. What only shape inference can see (inputs whose
+shapes cannot work together, a saved output dtype the op does not give) is named the same way
+by import_graph_def, as GraphFileError at the node.
 """
 
 from __future__ import annotations
