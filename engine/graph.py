@@ -452,8 +452,11 @@ class Graph:
             if name in self._by_name:
                 raise ValueError(f"Duplicate node name in graph: '{name}'")
             control = self._current_control_inputs(inputs)
+            # A set, not list membership: an imported node may have thousands of them.
+            seen = set(control)
             for c in control_inputs or ():
-                if c not in control:
+                if c not in seen:
+                    seen.add(c)
                     control.append(c)
             op = Operation(self, len(self._ops), name, op_type, inputs, control,
                            dict(attrs or {}), "", {"stack": _creation_stack()})

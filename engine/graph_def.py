@@ -12,8 +12,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from engine import dtypes, errors, graph_json
+from engine import dtypes, errors, graph_json, graph_schema
 from engine.graph_json import JSON_FORMAT, JSON_VERSION  # noqa: F401 - read here by callers
+from engine.graph_schema import GraphFileError, a_an, field_at, node_at, parse_input
 from engine.ops import registry
 from engine.shapes import TensorShape
 
@@ -76,16 +77,6 @@ class GraphDef:
         return "\n".join(lines) + "\n"
 
 
-def parse_input(spelling: str) -> tuple[str, int]:
-    """"a" -> ("a", 0); "a:2" -> ("a", 2); "^a" -> ("a", -1)."""
-    if spelling.startswith("^"):
-        return spelling[1:], -1
-    name, sep, index = spelling.rpartition(":")
-    if sep and index.isdigit():
-        return name, int(index)
-    return spelling, 0
-
-
 def tensor_spelling(op_name: str, index: int) -> str:
     return op_name if index == 0 else f"{op_name}:{index}"
 
@@ -138,12 +129,34 @@ def graph_def_to_json(graph_def: GraphDef, strip_prefix: str = "") -> str:
     return graph_json.document_to_json(graph_def, strip_prefix)
 
 
-def graph_def_from_json(text: str, source: str = "<string>") -> GraphDef:
-    """Parses the JSON form (version 1 or 2, without side arrays). Errors name the file
-    (`source`), the node and the field."""
-    header, fields, _ = graph_json.document_from_json(text, source)
-    return GraphDef([NodeDef(**f) for f in fields], version=header["graph_version"],
-                    source=source)
+def graph_def_from_json(text: str | bytes, source: str = "<string>") -> GraphDef:
+    """Parses the JSON form (text, or UTF-8 bytes; version 1 or 2, without side arrays), checked
+    against the schema (engine/graph_schema.py): a document that breaks it raises GraphFileError
+    naming the file (`source`), the node and the field."""
+    return graph_def_from_document(text, source)[0]
+
+
+def graph_def_from_document(text: str | bytes, source: str,
+                            open_arrays=None) -> tuple[GraphDef, dict]:
+    """The checked GraphDef of a JSON document and its raw collections; `open_arrays(name)`
+    opens the side .npz a version 2 document names."""
+    header, fields, collections = graph_json.document_from_json(text, source, open_arrays)
+    nodes = [NodeDef(**f) for f in fields]
+    index_of = graph_schema.check_names_and_references(nodes, source)
+    _check_acyclic(nodes, source)
+    graph_schema.check_ops(nodes, source, index_of)
+    return GraphDef(nodes, version=header["graph_version"], source=source), collections
+
+
+def _check_acyclic(nodes: list[NodeDef], source: str) -> None:
+    """A cycle is named by its members, located at the first of them in the file."""
+    order = _ready_order(nodes)
+    if len(order) != len(nodes):
+        members = _cycle(nodes, order)
+        names = {n.name for n in members}
+        first = next(i for i, n in enumerate(nodes) if n.name in names)
+        where = field_at(node_at(source, first, nodes[first].name), "input")
+        raise GraphFileError(None, None, f"{where}: {_cycle_message(members)}")
 
 
 # -- GraphDef -> Graph ------------------------------------------------------------------------
@@ -152,6 +165,14 @@ def topological_order(nodes: list[NodeDef]) -> list[NodeDef]:
     """Kahn's algorithm over data and control inputs, taking ready nodes in their original
     order (so a graph built in order stays in order); a cycle raises InvalidArgumentError
     naming the nodes on it."""
+    order = _ready_order(nodes)
+    if len(order) != len(nodes):
+        raise errors.InvalidArgumentError(None, None, _cycle_message(_cycle(nodes, order)))
+    return order
+
+
+def _ready_order(nodes: list[NodeDef]) -> list[NodeDef]:
+    """Kahn's order of the nodes not on or behind a cycle."""
     by_name = {n.name: n for n in nodes}
     position = {n.name: i for i, n in enumerate(nodes)}
     pending = {}
@@ -178,13 +199,17 @@ def topological_order(nodes: list[NodeDef]) -> list[NodeDef]:
             pending[c] -= 1
             if pending[c] == 0:
                 heapq.heappush(ready, position[c])
-    if len(order) != len(nodes):
-        stuck = [n for n in nodes if pending[n.name] > 0]
-        raise errors.InvalidArgumentError(
-            None, None, "Graph contains a cycle through nodes: "
-            + ", ".join(sorted(n.name for n in _cycle_members(stuck)))
-            + ". Dataflow graphs must be acyclic; remove one of these inputs.")
     return order
+
+
+def _cycle(nodes: list[NodeDef], order: list[NodeDef]) -> list[NodeDef]:
+    done = {n.name for n in order}
+    return _cycle_members([n for n in nodes if n.name not in done])
+
+
+def _cycle_message(members: list[NodeDef]) -> str:
+    return ("Graph contains a cycle through nodes: " + ", ".join(sorted(n.name for n in members))
+            + ". Dataflow graphs must be acyclic; remove one of these inputs.")
 
 
 def _cycle_members(stuck: list[NodeDef]) -> list[NodeDef]:
@@ -257,8 +282,9 @@ def import_graph_def(graph_def: GraphDef, input_map=None, return_elements=None, 
                        "ignored, as in TensorFlow.")
     graph = graph or get_default_graph()
     where = f"{graph_def.source}: " if graph_def.source else ""
+    source = graph_def.source or "graph_def"
     mapped = _checked_input_map(input_map, graph, graph_def)
-    _check_names(graph_def, where, return_elements)
+    _check_names(graph_def, source, return_elements)
     try:
         for n in graph_def.node:
             registry.get_op_def(n.op, n.name)
@@ -274,8 +300,10 @@ def import_graph_def(graph_def: GraphDef, input_map=None, return_elements=None, 
         with graph.name_scope(None):
             final = {n.name: graph.unique_name(prefix + n.name) for n in graph_def.node}
         created: dict[str, object] = {}
+        position = {n.name: i for i, n in enumerate(graph_def.node)}
         for n in order:
-            created[n.name] = _import_node(graph, n, created, final, mapped, where)
+            at = node_at(source, position[n.name], n.name)
+            created[n.name] = _import_node(graph, n, created, final, mapped, at)
     return _return_elements(return_elements, created, graph_def)
 
 
@@ -301,28 +329,32 @@ def _checked_input_map(input_map, graph, graph_def: GraphDef) -> dict:
     return mapped
 
 
-def _check_names(graph_def: GraphDef, where: str, return_elements) -> None:
-    seen: set[str] = set()
-    for n in graph_def.node:
+def _check_names(graph_def: GraphDef, source: str, return_elements) -> None:
+    seen: dict[str, int] = {}
+    for i, n in enumerate(graph_def.node):
         if n.name.lower() in seen:
-            raise ValueError(f"{where}node '{n.name}': duplicate node name (node names are "
-                             "unique, ignoring case)")
-        seen.add(n.name.lower())
+            where = field_at(node_at(source, i, n.name), "name")
+            raise GraphFileError(None, None, f"{where}: duplicate node name: node "
+                                             f"{seen[n.name.lower()]} has the same name (node "
+                                             "names are unique, ignoring case)")
+        seen[n.name.lower()] = i
     if return_elements is not None and (isinstance(return_elements, str) or not all(
             isinstance(r, str) for r in return_elements)):
         raise TypeError("return_elements must be a list of strings.")
 
 
-def _import_node(graph, n: NodeDef, created: dict, final: dict, mapped: dict, where: str):
+def _import_node(graph, n: NodeDef, created: dict, final: dict, mapped: dict, at: str):
+    """`at` locates the node ("g.json: node 3 ('x')") for errors."""
     inputs, controls = [], []
     for slot, spelling in enumerate(n.data_inputs()):
-        inputs.append(_data_input(n, slot, spelling, created, mapped, where))
+        inputs.append(_data_input(n, slot, spelling, created, mapped, at))
     for src in n.control_inputs():
         target = mapped.get(f"^{src}", created[src])
         controls.append(target)
     attrs = dict(n.attr)
     if "_class" in attrs:
-        attrs["_class"] = [_renamed_group(g, final, n, where) for g in attrs["_class"]]
+        attrs["_class"] = [_renamed_group(g, final, field_at(at, "attr", "_class", j))
+                           for j, g in enumerate(attrs["_class"])]
     # Colocated nodes take their group's device, not the device scopes around the import.
     with contextlib.ExitStack() as scopes:
         scopes.enter_context(graph.name_scope(None))
@@ -336,17 +368,20 @@ def _import_node(graph, n: NodeDef, created: dict, final: dict, mapped: dict, wh
             op = graph.create_op(n.op, inputs, attrs, name=final[n.name] + "/",
                                  control_inputs=controls)
         except errors.OpError as e:
-            raise type(e)(None, None, where + e.message) from None
-        except Exception as e:  # noqa: BLE001 - infer functions trust attrs a file may lack
-            raise ValueError(f"{where}node '{n.name}': cannot import a {n.op} with these "
-                             f"inputs and attrs ({type(e).__name__}: {e})") from None
-    _check_outputs(op, n, where, keep_shapes=not mapped)
+            raise type(e)(None, None, f"{at}: {e.message}") from None
+        # Shape inference raises TF's ValueError for inputs that cannot work together, and
+        # may trip over attrs of the right type but a wrong value (a stride list too short).
+        except Exception as e:  # noqa: BLE001
+            raise GraphFileError(None, None, f"{at}, fields 'input' and 'attr': cannot import a "
+                                             f"{n.op} with these inputs and attrs "
+                                             f"({type(e).__name__}: {e})") from None
+    _check_outputs(op, n, at, keep_shapes=not mapped)
     if n.meta.get("stack"):
         op.meta["stack"] = tuple(n.meta["stack"])
     return op
 
 
-def _data_input(n: NodeDef, slot: int, spelling: str, created: dict, mapped: dict, where: str):
+def _data_input(n: NodeDef, slot: int, spelling: str, created: dict, mapped: dict, at: str):
     src, index = parse_input(spelling)
     key = f"{src}:{index}"
     producer = created[src]
@@ -360,40 +395,44 @@ def _data_input(n: NodeDef, slot: int, spelling: str, created: dict, mapped: dic
                              f"with expected {expected.name}.")
         return tensor
     if index >= len(producer.outputs):
-        raise ValueError(f"{where}node '{n.name}': input '{spelling}' asks for output {index} "
-                         f"but '{src}' has {len(producer.outputs)} outputs")
+        raise GraphFileError(None, None, f"{field_at(at, 'input', slot)}: {spelling!r} names "
+                                         f"output {index} of {src!r}, which has "
+                                         f"{len(producer.outputs)} outputs")
     return producer.outputs[index]
 
 
-def _renamed_group(group: str, final: dict, n: NodeDef, where: str) -> str:
+def _renamed_group(group: str, final: dict, where: str) -> str:
     anchor = group[5:] if group.startswith("loc:@") else None
     if anchor not in final:
-        raise ValueError(f"{where}node '{n.name}': specified colocation to an op that does not "
-                         f"exist during import: {anchor or group} (attr '_class')")
+        raise GraphFileError(None, None, f"{where}: specified colocation to an op that does not "
+                                         f"exist during import: {anchor or group}")
     return f"loc:@{final[anchor]}"
 
 
-def _check_outputs(op, n: NodeDef, where: str, keep_shapes: bool) -> None:
+def _check_outputs(op, n: NodeDef, at: str, keep_shapes: bool) -> None:
     """The saved output dtypes must be what the op gives; saved shapes (which may carry a
     set_shape the op cannot infer) are merged back in."""
     for t in op.outputs:
         if not isinstance(t.dtype, dtypes.DType) or not isinstance(t.shape, TensorShape):
-            raise ValueError(f"{where}node '{n.name}': its attrs do not describe a {n.op} "
-                             f"(output {t.value_index} came out as {t.dtype!r}, {t.shape!r})")
+            raise GraphFileError(None, None, f"{at}, field 'attr': its attrs do not describe a "
+                                             f"{n.op} (output {t.value_index} came out as "
+                                             f"{t.dtype!r}, {t.shape!r})")
     if n.output_dtypes:
         got = [t.dtype for t in op.outputs]
         if list(n.output_dtypes) != got:
-            raise ValueError(f"{where}node '{n.name}': field 'output_dtypes' says "
-                             f"{[d.name for d in n.output_dtypes]} but a {n.op} with these "
-                             f"inputs and attrs gives {[d.name for d in got]}")
+            saved = [d.name for d in n.output_dtypes]
+            raise GraphFileError(None, None, f"{at}, field 'output_dtypes': says {saved} but "
+                                             f"{a_an(n.op)} with these inputs and attrs gives "
+                                             f"{[d.name for d in got]}")
     if keep_shapes and n.output_shapes:
         if len(n.output_shapes) != len(op.outputs):
-            raise ValueError(f"{where}node '{n.name}': field 'output_shapes' lists "
-                             f"{len(n.output_shapes)} outputs, the op has {len(op.outputs)}")
+            raise GraphFileError(None, None, f"{at}, field 'output_shapes': lists "
+                                             f"{len(n.output_shapes)} outputs, the op has "
+                                             f"{len(op.outputs)}")
         for t, shape in zip(op.outputs, n.output_shapes):
             if not t.shape.is_compatible_with(shape):
-                raise ValueError(f"{where}node '{n.name}': field 'output_shapes' says "
-                                 f"{shape} for output {t.value_index}, the op gives {t.shape}")
+                raise GraphFileError(None, None, f"{field_at(at, 'output_shapes', t.value_index)}"
+                                                 f": says {shape}, the op gives {t.shape}")
             t.set_shape(shape)
 
 

@@ -1,38 +1,7 @@
-"""The versioned JSON schema of a graph: encoding attrs, tensors, nodes and whole documents,
-and decoding them with every field checked, so a damaged or hostile document raises ValueError
-naming the file, the node and the field, never anything else. Files, side arrays and
-collections are engine/graph_io.py's.
-
-Schema `engine.graphdef`, version 2 (version 1 files, which lack "arrays" and "collections",
-are still read):
-
-    {"format": "engine.graphdef", "version": 2, "graph_version": <int>,
-     "arrays": null | "<file>.npz",        side file beside this one, holding large constants
-     "node": [<node>, ...],                in creation order
-     "collections": {"<key>": [<item>, ...], ...}}
-
-    <node> = {"name": "scope/op", "op": "MatMul",
-              "input": ["a", "b:1", "^c"],   data inputs "node[:index]", then control "^node"
-              "device": "/device:GPU:0",      the requested device ("" for none)
-              "attr": {"<name>": <attr>, ...},   including "_class": ["loc:@other"]
-              "output_dtypes": ["float32", ...], "output_shapes": [null | [2, null], ...],
-              "stack": ["file.py:12 in build", ...]}   creation site, outermost first
-
-    <attr> = true | 3 | 0.5 | "text" | null | [<attr>, ...] (one level)
-           | {"float": "NaN" | "Infinity" | "-Infinity"}
-           | {"dtype": "float32"} | {"shape": null | [2, null]}
-           | {"tensor": {"dtype": "float32", "shape": [2, 2], "values": [1.0, ...]}}
-                 values flat in C order; complex values as re, im pairs; non-finite floats as
-                 the strings above; "values": null marks a tensor too large to inline (not
-                 loadable); string tensors as {"dtype": "string", "shape", "values":
-                 [<UTF-8 text> | {"base64": <bytes not UTF-8>}, ...]}, always inline
-           | {"tensor": {"dtype": "float32", "shape": [512, 512], "array": "t0"}}
-                 the array under key "t0" of the side .npz (saved with np.savez, loaded with
-                 allow_pickle=False)
-
-    <item> = {"variable": {"name": "w", "initializer": "w/Assign", "snapshot": "w/read:0",
-                           "initial_value": "w/initial_value:0", "trainable": true}}
-           | {"tensor": "loss:0"} | {"operation": "train"} | {"value": <JSON scalar>}"""
+"""The JSON form of a graph: encoding attrs, tensors, nodes and whole documents, and decoding
+them with every field checked against the schema in engine/graph_schema.py, so a damaged or
+hostile document raises GraphFileError naming the file, the node and the field, never anything
+else. Files, side arrays and collections are engine/graph_io.py's."""
 
 from __future__ import annotations
 
@@ -44,7 +13,19 @@ import re
 
 import numpy as np
 
-from engine import dtypes
+from engine import dtypes, graph_schema
+from engine.graph_schema import (
+    INT64_MAX,
+    INT64_MIN,
+    GraphFileError,
+    document_field,
+    fail,
+    field_at,
+    kind_of,
+    limit_error,
+    node_at,
+    short,
+)
 from engine.shapes import TensorShape
 
 JSON_FORMAT = "engine.graphdef"
@@ -57,11 +38,12 @@ MAX_ELIDED_INLINE_VALUES = 1 << 16
 _NON_FINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
 _NODE_NAME = re.compile(r"[A-Za-z0-9.][A-Za-z0-9_.\-/>]*")
 _INPUT = re.compile(r"\^?[A-Za-z0-9.][A-Za-z0-9_.\-/>]*(:[0-9]+)?")
+_ATTR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SIDE_FILE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]*\.npz")
-
-
-def bad(where: str, detail: str) -> ValueError:
-    return ValueError(f"{where}: {detail}")
+_PLAIN_ATTRS = (bool, str, float, type(None))
+DOCUMENT_FIELDS = ("format", "version", "graph_version", "arrays", "node", "collections")
+NODE_FIELDS = ("name", "op", "input", "device", "attr", "output_dtypes", "output_shapes",
+               "stack")
 
 
 # -- attrs: encoding ------------------------------------------------------------------------
@@ -134,106 +116,180 @@ def _encode_bytes(value: bytes):
 # -- attrs: decoding ------------------------------------------------------------------------
 
 def decode_attr(raw, where: str, arrays, nested: bool = False):
-    """`arrays(key, dtype, shape, where)` returns a side array (None: no side file)."""
-    if raw is None or isinstance(raw, (bool, int, str)):
+    """`where` locates the attr ("g.json: node 3 ('x'), field 'attr'['value']");
+    `arrays(key, dtype, shape, where)` returns a side array (None: no side file)."""
+    if raw is None or isinstance(raw, (bool, str, float)):
         return raw
-    if isinstance(raw, float):
-        return raw
+    if isinstance(raw, int):
+        return _checked_int(raw, where)
     if isinstance(raw, list):
         if nested:
-            raise bad(where, "attr lists hold values, not further lists")
-        return [decode_attr(v, where, arrays, nested=True) for v in raw]
+            raise fail(where, "attr lists hold values, not further lists")
+        return [decode_attr(v, f"{where}[{i}]", arrays, nested=True) for i, v in enumerate(raw)]
     if not isinstance(raw, dict) or len(raw) != 1:
-        raise bad(where, f"an encoded attr is a single-key object, got {kind_of(raw)}")
+        raise fail(where, f"an encoded attr is a single-key object (dtype, shape, float or "
+                          f"tensor), got {_kind_with_keys(raw)}")
     (kind, body), = raw.items()
     if kind == "dtype":
-        return decode_dtype(body, where)
+        dtype = decode_dtype(body, f"{where}['dtype']")
+        if dtype.is_ref:
+            raise fail(f"{where}['dtype']", f"AttrValue must not have reference type value of "
+                                            f"{dtype.name} (as in TF)")
+        return dtype
     if kind == "shape":
-        return decode_shape(body, where)
+        return decode_shape(body, f"{where}['shape']")
     if kind == "float":
-        if body not in _NON_FINITE:
-            raise bad(where, f"'float' must be one of {sorted(_NON_FINITE)}, got {body!r}")
+        if not isinstance(body, str) or body not in _NON_FINITE:
+            raise fail(f"{where}['float']", f"must be one of {sorted(_NON_FINITE)}, got "
+                                            f"{short(body)}")
         return _NON_FINITE[body]
     if kind == "tensor":
-        return _decode_tensor(body, where, arrays)
-    raise bad(where, f"unknown attr encoding '{kind}' (expected dtype, shape, float or "
+        return _decode_tensor(body, f"{where}['tensor']", arrays)
+    raise fail(where, f"unknown attr encoding {short(kind)} (expected dtype, shape, float or "
                       "tensor)")
+
+
+def _kind_with_keys(raw) -> str:
+    if isinstance(raw, dict):
+        return f"an object with keys {short(sorted(raw))}"
+    return kind_of(raw)
+
+
+def _checked_int(value: int, where: str) -> int:
+    if not INT64_MIN <= value <= INT64_MAX:
+        raise fail(where, f"{short(value)} is outside the int64 range")
+    return value
+
+
+def _is_count(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= INT64_MAX
 
 
 def decode_dtype(raw, where: str) -> dtypes.DType:
     if not isinstance(raw, str):
-        raise bad(where, f"a dtype is a name such as \"float32\", got {kind_of(raw)}")
+        raise fail(where, f"a dtype is a name such as \"float32\", got {kind_of(raw)}")
     try:
         return dtypes.as_dtype(raw)
     except (TypeError, ValueError, KeyError):
-        raise bad(where, f"unknown dtype {raw!r}") from None
+        raise fail(where, f"unknown dtype {short(raw)}") from None
 
 
 def decode_shape(raw, where: str) -> TensorShape:
+    """null (unknown rank) or a list of dims: ints >= 0, and -1 or null for unknown ones."""
     if raw is None:
         return TensorShape(None)
-    if not isinstance(raw, list) or not all(d is None or _is_count(d) for d in raw):
-        raise bad(where, f"a shape is null or a list of non-negative ints and nulls, got "
-                          f"{short(raw)}")
-    return TensorShape(raw)
-
-
-def _is_count(v) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+    if not isinstance(raw, list):
+        raise fail(where, f"a shape is null or a list of dims, got {kind_of(raw)}")
+    if len(raw) > graph_schema.MAX_RANK:
+        raise fail(where, f"a shape has at most {graph_schema.MAX_RANK} dims (TF's limit), this "
+                          f"one has {len(raw)}")
+    for i, d in enumerate(raw):
+        if not (d is None or d == -1 and not isinstance(d, bool) or _is_count(d)):
+            raise fail(f"{where}[{i}]", f"a dim is an int >= 0, or -1 or null for unknown, got "
+                                        f"{short(d)}")
+    return TensorShape([None if d == -1 else d for d in raw])
 
 
 def _decode_tensor(body, where: str, arrays) -> np.ndarray:
-    where = f"{where} tensor"
     if not isinstance(body, dict):
-        raise bad(where, f"expected an object, got {kind_of(body)}")
+        raise fail(where, f"a tensor is an object, got {kind_of(body)}")
+    unknown = sorted(set(body) - {"dtype", "shape", "values", "array"})
+    if unknown:
+        raise fail(f"{where}[{unknown[0]!r}]", "unknown field (a tensor has dtype, shape and "
+                                               "values or array)")
     shape = body.get("shape")
     if not isinstance(shape, list) or not all(_is_count(d) for d in shape):
-        raise bad(where, f"field 'shape' must be a list of non-negative ints, got "
-                          f"{short(shape)}")
+        raise fail(f"{where}['shape']", f"a tensor's shape is a list of ints >= 0, got "
+                                        f"{short(shape)}")
+    if len(shape) > graph_schema.MAX_TENSOR_RANK:
+        raise fail(f"{where}['shape']", f"a constant has at most {graph_schema.MAX_TENSOR_RANK} "
+                                        f"dims (numpy's limit), this one has {len(shape)}")
     size = math.prod(shape)
+    if size > graph_schema.MAX_TENSOR_ELEMENTS:
+        raise limit_error(f"{where}['shape']", f"shape {short(shape)} is {size:,} elements",
+                          "MAX_TENSOR_ELEMENTS")
     if body.get("dtype") == "string":
         return _decode_strings(body, shape, size, where)
-    dtype = decode_dtype(body.get("dtype"), f"{where} field 'dtype'")
+    dtype = decode_dtype(body.get("dtype"), f"{where}['dtype']")
     if dtype.numpy_dtype is None:
-        raise bad(where, f"dtype {dtype.name} has no numpy form to hold constant values")
-    if "array" in body:
-        if arrays is None:
-            raise bad(where, "refers to a side array but the document has no side file "
-                              "(field 'arrays')")
-        return arrays(body["array"], np.dtype(dtype.numpy_dtype), shape, where)
-    values = body.get("values")
-    if values is None:
-        raise bad(where, "has no values (it was too large to inline; save graphs with "
-                          "engine.save_graph to keep large constants in the side .npz)")
-    count = size * 2 if np.dtype(dtype.numpy_dtype).kind == "c" else size
-    if not isinstance(values, list) or len(values) != count:
-        raise bad(where, f"field 'values' must be a list of {count} numbers for shape "
-                          f"{shape}, got {short(values)}")
-    return _values_array(values, dtype, shape, where)
-
-
-def _values_array(values: list, dtype, shape, where: str) -> np.ndarray:
+        raise fail(f"{where}['dtype']", f"dtype {dtype.name} has no numpy form to hold constant "
+                                        "values")
     np_dtype = np.dtype(dtype.numpy_dtype)
-    for v in values:
-        if not (isinstance(v, (int, float)) or
-                (isinstance(v, str) and v in _NON_FINITE and np_dtype.kind in "fc")):
-            raise bad(where, f"field 'values' holds {short(v)}, not a number")
+    if size * np_dtype.itemsize > graph_schema.MAX_TENSOR_BYTES:
+        raise limit_error(f"{where}['shape']", f"shape {short(shape)} of {dtype.name} is "
+                          f"{size * np_dtype.itemsize:,} bytes", "MAX_TENSOR_BYTES")
+    if "array" in body:
+        if "values" in body:
+            raise fail(where, "a tensor has 'values' or 'array', not both")
+        if arrays is None:
+            raise fail(f"{where}['array']", "refers to a side array but the document has no "
+                                            "side file (field 'arrays')")
+        return arrays(body["array"], np_dtype, shape, f"{where}['array']")
+    if "values" not in body:
+        raise fail(where, "a tensor has 'values' or 'array'; this one has neither")
+    values = body["values"]
+    if values is None:
+        raise fail(f"{where}['values']", "null: the tensor was too large to inline (save graphs "
+                                         "with engine.save_graph to keep large constants in the "
+                                         "side .npz)")
+    count = size * 2 if np_dtype.kind == "c" else size
+    if not isinstance(values, list) or len(values) != count:
+        raise fail(f"{where}['values']", f"must be a list of {count} numbers for shape {shape}"
+                                         f"{' (re, im pairs)' if np_dtype.kind == 'c' else ''}, "
+                                         f"got {_length_of(values)}")
+    return _values_array(values, dtype, np_dtype, shape, f"{where}['values']")
+
+
+def _length_of(values) -> str:
+    return f"{len(values)} items" if isinstance(values, list) else kind_of(values)
+
+
+# Python types a "values" list may hold, per numpy kind (the non-finite strings are checked
+# apart); bool is not an int here, unlike in Python.
+_VALUE_TYPES = {"f": {int, float, str}, "c": {int, float, str}, "i": {int}, "u": {int},
+                "b": {bool}}
+_VALUE_NAMES = {"f": "a number", "c": "a number", "i": "an integer", "u": "an integer",
+                "b": "true or false"}
+
+
+def _values_array(values: list, dtype, np_dtype, shape, where: str) -> np.ndarray:
+    allowed = _VALUE_TYPES.get(np_dtype.kind, set())
+    found = set(map(type, values))
+    if not found <= allowed or str in found and not all(
+            v in _NON_FINITE for v in values if isinstance(v, str)):
+        i, v = next((i, v) for i, v in enumerate(values) if type(v) not in allowed or
+                    isinstance(v, str) and v not in _NON_FINITE)
+        expected = _VALUE_NAMES.get(np_dtype.kind, "a value")
+        raise fail(f"{where}[{i}]", f"holds {short(v)}, not {expected} (dtype {dtype.name})")
     try:
+        if str in found:
+            values = [_NON_FINITE[v] if isinstance(v, str) else v for v in values]
         if np_dtype.kind == "c":
-            pairs = np.asarray([_NON_FINITE.get(v, v) if isinstance(v, str) else v
-                                for v in values], dtype=np.float64).reshape(-1, 2)
+            pairs = np.asarray(values, dtype=np.float64).reshape(-1, 2)
             return (pairs[:, 0] + 1j * pairs[:, 1]).astype(np_dtype).reshape(shape)
-        floats = [_NON_FINITE[v] if isinstance(v, str) else v for v in values]
-        return np.asarray(floats, dtype=np_dtype).reshape(shape)
-    except (OverflowError, ValueError, TypeError) as e:
-        raise bad(where, f"field 'values' does not fit {dtype.name}: {e}") from None
+        with np.errstate(over="ignore"):
+            return np.asarray(values, dtype=np_dtype).reshape(shape)
+    except (OverflowError, ValueError, TypeError):
+        i, v = _first_unfit(values, np_dtype)
+        raise fail(f"{where}[{i}]", f"{short(v)} does not fit {dtype.name}") from None
+
+
+def _first_unfit(values: list, np_dtype) -> tuple[int, object]:
+    for i, v in enumerate(values):
+        try:
+            np.asarray([v], dtype=np.float64 if np_dtype.kind == "c" else np_dtype)
+        except (OverflowError, ValueError, TypeError):
+            return i, v
+    return 0, values[0] if values else None
 
 
 def _decode_strings(body, shape, size, where: str) -> np.ndarray:
+    if "array" in body:
+        raise fail(f"{where}['array']", "string tensors are always inline ('values')")
     items = body.get("values")
     if not isinstance(items, list) or len(items) != size:
-        raise bad(where, f"field 'values' must be a list of {size} strings for shape {shape}, "
-                         f"got {short(items)}")
+        raise fail(f"{where}['values']", f"must be a list of {size} strings for shape {shape}, "
+                                         f"got {_length_of(items)}")
     out = np.empty(size, dtype=object)
     for i, item in enumerate(items):
         if isinstance(item, str):
@@ -243,20 +299,11 @@ def _decode_strings(body, shape, size, where: str) -> np.ndarray:
             try:
                 out[i] = base64.b64decode(item["base64"], validate=True)
             except (binascii.Error, ValueError):
-                raise bad(where, f"field 'values' item {i} is not valid base64") from None
+                raise fail(f"{where}['values'][{i}]", "not valid base64") from None
         else:
-            raise bad(where, f"field 'values' item {i} must be text or {{\"base64\": ...}}, "
-                             f"got {short(item)}")
+            raise fail(f"{where}['values'][{i}]", f"a string element is text or "
+                                                  f"{{\"base64\": ...}}, got {short(item)}")
     return out.reshape(shape)
-
-
-def kind_of(v) -> str:
-    return "null" if v is None else type(v).__name__
-
-
-def short(v) -> str:
-    text = repr(v)
-    return text if len(text) <= 60 else text[:57] + "..."
 
 
 # -- nodes ----------------------------------------------------------------------------------
@@ -278,59 +325,116 @@ def encode_node(n, arrays: ArrayStore | None = None, strip_prefix: str = "") -> 
 
 def decode_node(raw, index: int, source: str, arrays) -> dict:
     """The checked fields of one node, as NodeDef keyword arguments."""
+    where = node_at(source, index, raw.get("name") if isinstance(raw, dict) else None)
     if not isinstance(raw, dict):
-        raise bad(f"{source}: node[{index}]", f"a node is an object, got {kind_of(raw)}")
-    name, op = raw.get("name"), raw.get("op")
-    if not isinstance(name, str) or not isinstance(op, str):
-        raise bad(f"{source}: node[{index}]", "needs string fields 'name' and 'op'")
-    where = f"{source}: node '{name}'"
+        raise fail(where, f"a node is an object, got {kind_of(raw)}")
+    unknown = [k for k in raw if k not in NODE_FIELDS]
+    if unknown:
+        raise fail(field_at(where, unknown[0]), f"unknown field (a node has "
+                                                f"{', '.join(NODE_FIELDS)})")
+    name = _string(raw, "name", where, required=True)
     if not _NODE_NAME.fullmatch(name):
-        raise bad(where, "field 'name' must be letters, digits and _ . - / > (not starting "
-                          "with _ - / >)")
+        raise fail(field_at(where, "name"), "a node name is letters, digits and _ . - / > (not "
+                                            "starting with _ - / >), as in TF")
+    op = _string(raw, "op", where, required=True)
     if not op:
-        raise bad(where, "field 'op' is empty")
+        raise fail(field_at(where, "op"), "is empty")
     inputs = _string_list(raw, "input", where)
-    for spelling in inputs:
+    for j, spelling in enumerate(inputs):
         if not _INPUT.fullmatch(spelling):
-            raise bad(where, f"field 'input' holds {spelling!r}, not \"node\", \"node:N\" or "
-                              "\"^node\"")
-    device = raw.get("device", "")
-    if not isinstance(device, str):
-        raise bad(where, f"field 'device' must be a string, got {kind_of(device)}")
+            raise fail(field_at(where, "input", j), f"{short(spelling)} is not \"node\", "
+                                                    "\"node:N\" or \"^node\"")
+    device = _string(raw, "device", where)
     attrs = raw.get("attr", {})
     if not isinstance(attrs, dict):
-        raise bad(where, f"field 'attr' must be an object, got {kind_of(attrs)}")
-    attr = {k: decode_attr(v, f"{where} attr '{k}'", arrays) for k, v in attrs.items()}
-    _check_colocation(attr.get("_class"), where)
+        raise fail(field_at(where, "attr"), f"must be an object, got {kind_of(attrs)}")
+    attr = {}
+    for k, v in attrs.items():
+        if not _ATTR_NAME.fullmatch(k):
+            raise fail(field_at(where, "attr", k), "an attr name is letters, digits and _, not "
+                                                   "starting with a digit")
+        value = _plain_attr(v)
+        attr[k] = value if value is not _NOT_PLAIN else \
+            decode_attr(v, field_at(where, "attr", k), arrays)
+    if "_class" in attr:
+        _check_colocation(attr["_class"], field_at(where, "attr", "_class"))
     return {"name": name, "op": op, "input": inputs, "device": device, "attr": attr,
-            "output_dtypes": tuple(decode_dtype(d, f"{where} field 'output_dtypes'")
-                                   for d in _list(raw, "output_dtypes", where)),
-            "output_shapes": tuple(decode_shape(s, f"{where} field 'output_shapes'")
-                                   for s in _list(raw, "output_shapes", where)),
+            "output_dtypes": tuple(_output_dtype(d, where, j) for j, d in
+                                   enumerate(_list(raw, "output_dtypes", where))),
+            "output_shapes": tuple(_output_shape(s, where, j) for j, s in
+                                   enumerate(_list(raw, "output_shapes", where))),
             "meta": {"stack": tuple(_string_list(raw, "stack", where))}}
+
+
+# Every node repeats these fields: their location is formatted only for an error.
+def _output_dtype(raw, where: str, j: int) -> dtypes.DType:
+    if type(raw) is str:
+        try:
+            return dtypes.as_dtype(raw)
+        except (TypeError, ValueError, KeyError):
+            pass
+    return decode_dtype(raw, field_at(where, "output_dtypes", j))
+
+
+def _output_shape(raw, where: str, j: int) -> TensorShape:
+    if type(raw) is list and len(raw) <= graph_schema.MAX_RANK and all(
+            d is None or type(d) is int and 0 <= d <= INT64_MAX for d in raw):
+        return TensorShape(raw)
+    return decode_shape(raw, field_at(where, "output_shapes", j))
+
+
+_NOT_PLAIN = object()
+
+
+def _plain_attr(v):
+    """The decoded value of the attrs most nodes carry (numbers, strings, bools, lists of them,
+    a dtype), or _NOT_PLAIN: those go through decode_attr, which formats locations for its
+    errors. This runs for every attr of every node."""
+    kind = type(v)
+    if kind in _PLAIN_ATTRS or kind is int and INT64_MIN <= v <= INT64_MAX:
+        return v
+    if kind is list and all(type(x) in _PLAIN_ATTRS or type(x) is int and
+                            INT64_MIN <= x <= INT64_MAX for x in v):
+        return v
+    if kind is dict and len(v) == 1 and type(v.get("dtype")) is str:
+        try:
+            dtype = dtypes.as_dtype(v["dtype"])
+        except (TypeError, ValueError, KeyError):
+            return _NOT_PLAIN
+        return _NOT_PLAIN if dtype.is_ref else dtype
+    return _NOT_PLAIN
+
+
+def _string(raw: dict, key: str, where: str, required: bool = False) -> str:
+    if key not in raw and required:
+        raise fail(field_at(where, key), f"missing (every node has a string {key!r})")
+    value = raw.get(key, "")
+    if not isinstance(value, str):
+        raise fail(field_at(where, key), f"must be a string, got {kind_of(value)}")
+    return value
 
 
 def _list(raw: dict, key: str, where: str) -> list:
     value = raw.get(key, [])
     if not isinstance(value, list):
-        raise bad(where, f"field '{key}' must be a list, got {kind_of(value)}")
+        raise fail(field_at(where, key), f"must be a list, got {kind_of(value)}")
     return value
 
 
 def _string_list(raw: dict, key: str, where: str) -> list[str]:
     value = _list(raw, key, where)
-    for v in value:
+    for j, v in enumerate(value):
         if not isinstance(v, str):
-            raise bad(where, f"field '{key}' must hold strings, got {short(v)}")
+            raise fail(field_at(where, key, j), f"must be a string, got {short(v)}")
     return value
 
 
 def _check_colocation(groups, where: str) -> None:
-    if groups is None:
-        return
-    if not isinstance(groups, list) or not all(isinstance(g, str) and g.startswith("loc:@")
-                                               for g in groups):
-        raise bad(where, "attr '_class' must be a list of \"loc:@<node>\" strings")
+    if not isinstance(groups, list):
+        raise fail(where, "must be a list of \"loc:@<node>\" strings")
+    for j, g in enumerate(groups):
+        if not (isinstance(g, str) and g.startswith("loc:@")):
+            raise fail(f"{where}[{j}]", f"must be a \"loc:@<node>\" string, got {short(g)}")
 
 
 # -- documents --------------------------------------------------------------------------------
@@ -349,31 +453,55 @@ def document_to_json(graph_def, strip_prefix: str = "", arrays: ArrayStore | Non
             f"\n], \"collections\": {tail}}}\n")
 
 
-def document_from_json(text: str, source: str, open_arrays=None) -> tuple[dict, list, dict]:
-    """(header, node field dicts, raw collections). `open_arrays(name)` gives the side file's
-    reader for documents that name one."""
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise ValueError(f"{source}: not valid JSON ({e})") from None
-    except RecursionError:
-        raise ValueError(f"{source}: not valid JSON (nested too deeply)") from None
+def document_from_json(text: str | bytes, source: str, open_arrays=None) -> tuple[dict, list, dict]:
+    """(header, node field dicts, raw collections), every field checked; `text` may also be the
+    file's bytes. `open_arrays(name)` gives the side file's reader for documents that name
+    one."""
+    if isinstance(text, (bytes, bytearray, memoryview)):
+        text = graph_schema.decode_utf8(text, source)
+    if len(text) > graph_schema.MAX_FILE_BYTES:
+        raise limit_error(source, f"the document is {len(text):,} characters",
+                          "MAX_FILE_BYTES")
+    doc = graph_schema.parse_json(text, source)
     if not isinstance(doc, dict) or doc.get("format") != JSON_FORMAT:
-        raise ValueError(f"{source}: not an {JSON_FORMAT} document (field 'format')")
+        raise fail(document_field(source, "format"), f"not an {JSON_FORMAT} document")
+    # The decoders look at every container but not inside every string: lone surrogates (only
+    # ever from "\\ud800"-style escapes, which a regex finds) are looked for first.
+    surrogates = graph_schema.may_hold_surrogates(text)
+    if surrogates:
+        graph_schema.check_tree(doc, source, strings=True)
+    try:
+        return _decode_document(doc, source, open_arrays)
+    except GraphFileError as e:
+        error = e
+    # The decoders accept no container nested deeper than the schema's own (about 10 deep),
+    # so a document past MAX_NESTING_DEPTH always fails in them: say that instead, at the deep
+    # node's field.
+    if not surrogates:
+        graph_schema.check_tree(doc, source, strings=False)
+    raise error
+
+
+def _decode_document(doc: dict, source: str, open_arrays) -> tuple[dict, list, dict]:
+    unknown = [k for k in doc if k not in DOCUMENT_FIELDS]
+    if unknown:
+        raise fail(document_field(source, unknown[0]), f"unknown field (a graph document has "
+                                                       f"{', '.join(DOCUMENT_FIELDS)})")
     version = doc.get("version")
     if version not in READABLE_VERSIONS or isinstance(version, bool):
-        raise ValueError(f"{source}: unsupported version {version!r} (field 'version'; this "
-                         f"build reads {', '.join(map(str, READABLE_VERSIONS))})")
+        raise fail(document_field(source, "version"), f"unsupported version {short(version)} "
+                   f"(this build reads {', '.join(map(str, READABLE_VERSIONS))})")
     graph_version = doc.get("graph_version", 0)
     if not isinstance(graph_version, int) or isinstance(graph_version, bool):
-        raise ValueError(f"{source}: field 'graph_version' must be an integer")
+        raise fail(document_field(source, "graph_version"), f"must be an integer, got "
+                                                            f"{kind_of(graph_version)}")
+    _checked_int(graph_version, document_field(source, "graph_version"))
     nodes = doc.get("node", [])
     if not isinstance(nodes, list):
-        raise ValueError(f"{source}: field 'node' must be a list, got {kind_of(nodes)}")
+        raise fail(document_field(source, "node"), f"must be a list, got {kind_of(nodes)}")
     arrays = _side_arrays(doc.get("arrays"), source, open_arrays) if version >= 2 else None
     collections = doc.get("collections", {}) if version >= 2 else {}
-    if not isinstance(collections, dict):
-        raise ValueError(f"{source}: field 'collections' must be an object")
+    graph_schema.check_collections(collections, source)
     fields = [decode_node(raw, i, source, arrays) for i, raw in enumerate(nodes)]
     return {"version": version, "graph_version": graph_version}, fields, collections
 
@@ -382,9 +510,9 @@ def _side_arrays(name, source: str, open_arrays):
     if name is None:
         return None
     if not isinstance(name, str) or not _SIDE_FILE.fullmatch(name):
-        raise ValueError(f"{source}: field 'arrays' must be the plain name of a .npz file "
-                         f"beside the document, got {short(name)}")
+        raise fail(document_field(source, "arrays"), f"must be the plain name of a .npz file "
+                                                     f"beside the document, got {short(name)}")
     if open_arrays is None:
-        raise ValueError(f"{source}: field 'arrays' names side file {name!r}; load the "
-                         "document from its file (engine.load_graph) so the side file is found")
+        raise fail(document_field(source, "arrays"), f"names side file {name!r}; load the "
+                   "document from its file (engine.load_graph) so the side file is found")
     return open_arrays(name)

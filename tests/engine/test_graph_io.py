@@ -16,6 +16,7 @@ import pytest
 import engine as tf
 from engine import errors, graph_json
 from engine.graph_def import GraphDef, graph_def_from_json, graph_def_to_json
+from engine.graph_schema import GraphFileError
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_graphs"
 CONFIG = {"config": tf.ConfigProto(virtual_gpus=1)}
@@ -156,9 +157,10 @@ def test_string_form_elides_only_very_large_constants():
     doc = json.loads(graph_def_to_json(g.as_graph_def()))
     mid, huge = (n["attr"]["value"]["tensor"] for n in doc["node"])
     assert len(mid["values"]) == 3000 and huge["values"] is None
-    with pytest.raises(ValueError, match="g.json: node 'huge' attr 'value' tensor: has no "
-                                         "values \\(it was too large to inline; save graphs "
-                                         "with engine.save_graph"):
+    with pytest.raises(GraphFileError, match=r"g.json: node 1 \('huge'\), field 'attr'\['value'\]"
+                                             r"\['tensor'\]\['values'\]: null: the tensor was "
+                                             "too large to inline \\(save graphs with "
+                                             "engine.save_graph"):
         graph_def_from_json(json.dumps(doc), "g.json")
     doc["node"].pop()
     parsed = graph_def_from_json(json.dumps(doc), "g.json")
