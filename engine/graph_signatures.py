@@ -196,6 +196,8 @@ SIGNATURES = {
     "Relu6Grad": "gradients, features -> backprops | T:type",
     "ReluGrad": "gradients, features -> backprops | T:type",
     "Reshape": "tensor, shape -> output | T:type, Tshape=type",
+    "ReverseSequence": ("input, seq_lengths -> output | seq_dim:int, batch_dim=int, T:type, "
+                        "Tlen=type"),
     "ReverseV2": "tensor, axis -> output | Tidx=type, T:type",
     "Rint": "x -> y | T:type",
     "Round": "x -> y | T:type",
