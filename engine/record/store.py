@@ -186,13 +186,16 @@ def claim_database(run_dir: Path) -> bool:
     return True
 
 
-def connect_for_writing(db_path: Path) -> sqlite3.Connection:
+def connect_for_writing(db_path: Path, autocheckpoint: bool = True) -> sqlite3.Connection:
     """Autocommit connection (the writer issues BEGIN/COMMIT itself), WAL so readers in other
-    processes never block it; synchronous=NORMAL survives a killed process."""
+    processes never block it; synchronous=NORMAL survives a killed process. Without
+    autocheckpoint the caller folds the WAL back itself (committer.py says why)."""
     conn = sqlite3.connect(db_path, isolation_level=None, check_same_thread=False,
                            timeout=BUSY_TIMEOUT_SECS)
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=NORMAL")
+    if not autocheckpoint:
+        conn.execute("PRAGMA wal_autocheckpoint=0")
     return conn
 
 

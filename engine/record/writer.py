@@ -9,7 +9,6 @@ import itertools
 import logging
 import operator
 import os
-import queue
 import threading
 import time
 import traceback
@@ -102,11 +101,10 @@ class RunWriter:
         self._top_summary_step: int | None = None
         self._next_step: dict[tuple[str, str], int] = {}
         self._closed = False
-        self._queue: queue.SimpleQueue = queue.SimpleQueue()
-        self._committer = Committer(self._path, self._queue, float(flush_secs))
+        self._committer = Committer(self._path, float(flush_secs))
         self._committer.start()
         # Closes the run if the writer is dropped or the interpreter exits without close().
-        self._finalizer = weakref.finalize(self, shut_down, self._queue, self._committer, 10.0)
+        self._finalizer = weakref.finalize(self, shut_down, self._committer, 10.0)
 
     @property
     def name(self) -> str:
@@ -226,7 +224,7 @@ class RunWriter:
             return
         self._closed = True
         if self._finalizer.detach() is not None:
-            shut_down(self._queue, self._committer, None)
+            shut_down(self._committer, None)
         self._raise_background_error()
 
     def __enter__(self) -> Self:
@@ -306,7 +304,7 @@ class RunWriter:
         with self._lock:
             before = self._puts
             self._puts = before + 1
-            self._queue.put(item)
+            self._committer.put(item)
         if boundary:
             self._committer.wait_durable(before)
 
@@ -324,7 +322,7 @@ class RunWriter:
                 self._top_summary_step = resolved
             before = self._puts
             self._puts = before + 1
-            self._queue.put(make_item(resolved))
+            self._committer.put(make_item(resolved))
         if boundary:
             self._committer.wait_durable(before)
 

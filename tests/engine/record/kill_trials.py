@@ -109,7 +109,9 @@ class TrialResult:
 
     @property
     def steps_lost(self) -> int:
-        return self.reported - self.complete
+        """Reported steps the store lacks (the store may hold a step whose report the kill
+        cut off: that is not a loss)."""
+        return max(self.reported - self.complete, 0)
 
 
 class Zygote:
