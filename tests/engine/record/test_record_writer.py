@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gc
 import re
+import threading
 import time
 
 import numpy as np
@@ -232,3 +233,41 @@ def test_a_dropped_writer_is_closed_by_its_finalizer(logdir):
     reader = RunReader(path)
     wait_until(lambda: reader.info().status == FINISHED)
     assert reader.scalars("x")[1].tolist() == [1.0]
+
+
+def test_many_threads_logging_across_step_boundaries_keep_every_record(logdir, samples):
+    """8 threads log scalars at rising steps (each first record of a step is a boundary that
+    waits, and may commit the rows itself) while one records session steps: every record is
+    stored once, seqs are unique, and no thread is left waiting."""
+    writer = RunWriter(logdir, "r")
+    errors: list[BaseException] = []
+
+    def scalars(thread: int) -> None:
+        try:
+            for step in range(300):
+                writer.scalar(f"t{thread}", float(step), step=step)
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    def session_steps() -> None:
+        try:
+            for step in range(300):
+                writer.step(*samples.step(step))
+        except BaseException as e:  # noqa: BLE001
+            errors.append(e)
+    threads = [threading.Thread(target=scalars, args=(i,)) for i in range(8)]
+    threads.append(threading.Thread(target=session_steps))
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert not any(t.is_alive() for t in threads) and errors == []
+    writer.close()
+    reader = RunReader(writer.path)
+    for thread in range(8):
+        steps, values = reader.scalars(f"t{thread}")
+        assert steps.tolist() == list(range(300))
+        assert values.tolist() == [float(step) for step in range(300)]
+    assert [s.step for s in reader.steps()] == list(range(300))
+    seqs = [event[0] for event in reader.events(limit=100_000)]
+    assert len(seqs) == len(set(seqs))
