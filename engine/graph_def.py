@@ -148,10 +148,20 @@ def graph_def_from_json(text: str, source: str = "<string>") -> GraphDef:
 
 # -- GraphDef -> Graph ------------------------------------------------------------------------
 
+_MERGES = ("Merge", "RefMerge")
+_NEXT_ITERATIONS = ("NextIteration", "RefNextIteration")
+
+
+def is_back_edge(producer: NodeDef, consumer: NodeDef) -> bool:
+    """A while loop's NextIteration -> Merge edge: the one edge a legal cycle goes through
+    (TF's rule), left out of the topological order."""
+    return consumer.op in _MERGES and producer.op in _NEXT_ITERATIONS
+
+
 def topological_order(nodes: list[NodeDef]) -> list[NodeDef]:
     """Kahn's algorithm over data and control inputs, taking ready nodes in their original
-    order (so a graph built in order stays in order); a cycle raises InvalidArgumentError
-    naming the nodes on it."""
+    order (so a graph built in order stays in order); loop back edges (is_back_edge) do not
+    count. Any other cycle raises InvalidArgumentError naming the nodes on it."""
     by_name = {n.name: n for n in nodes}
     position = {n.name: i for i, n in enumerate(nodes)}
     pending = {}
@@ -164,7 +174,8 @@ def topological_order(nodes: list[NodeDef]) -> list[NodeDef]:
                 raise errors.InvalidArgumentError(
                     None, None, f"Node '{n.name}': input '{spelling}' refers to a node that is not "
                                 "in the graph.")
-            preds.add(src)
+            if not is_back_edge(by_name[src], n):
+                preds.add(src)
         pending[n.name] = len(preds)
         for p in preds:
             consumers[p].append(n.name)
@@ -191,8 +202,9 @@ def _cycle_members(stuck: list[NodeDef]) -> list[NodeDef]:
     """Nodes left after Kahn's algorithm include the ones downstream of a cycle; keep those on
     one: the members of strongly connected components with more than one node, or with a self
     loop (Tarjan's algorithm, iterative, so linear in the graph and safe for deep chains)."""
-    names = {n.name for n in stuck}
-    preds = {n.name: [p for p in dict.fromkeys(parse_input(i)[0] for i in n.input) if p in names]
+    by_name = {n.name: n for n in stuck}
+    preds = {n.name: [p for p in dict.fromkeys(parse_input(i)[0] for i in n.input)
+                      if p in by_name and not is_back_edge(by_name[p], n)]
              for n in stuck}
     on_cycle = set()
     for component in _strongly_connected_components(list(preds), preds):
@@ -274,8 +286,11 @@ def import_graph_def(graph_def: GraphDef, input_map=None, return_elements=None, 
         with graph.name_scope(None):
             final = {n.name: graph.unique_name(prefix + n.name) for n in graph_def.node}
         created: dict[str, object] = {}
+        back_edges: list[tuple] = []
         for n in order:
-            created[n.name] = _import_node(graph, n, created, final, mapped, where)
+            created[n.name] = _import_node(graph, n, created, final, mapped, where, back_edges)
+        for merge, slot, src, index in back_edges:
+            _wire_back_edge(merge, slot, created[src], index, where)
     return _return_elements(return_elements, created, graph_def)
 
 
@@ -313,10 +328,23 @@ def _check_names(graph_def: GraphDef, where: str, return_elements) -> None:
         raise TypeError("return_elements must be a list of strings.")
 
 
-def _import_node(graph, n: NodeDef, created: dict, final: dict, mapped: dict, where: str):
-    inputs, controls = [], []
+def _import_node(graph, n: NodeDef, created: dict, final: dict, mapped: dict, where: str,
+                 back_edges: list):
+    inputs, controls, later = [], [], []
     for slot, spelling in enumerate(n.data_inputs()):
-        inputs.append(_data_input(n, slot, spelling, created, mapped, where))
+        src, index = parse_input(spelling)
+        if src not in created:
+            later.append((slot, src, index))    # a loop's back edge: wired once src exists
+            inputs.append(None)
+        else:
+            inputs.append(_data_input(n, slot, spelling, created, mapped, where))
+    if later:
+        # As TF builds a loop: the Merge first takes its entering value in every slot.
+        entering = next((t for t in inputs if t is not None), None)
+        if entering is None:
+            raise ValueError(f"{where}node '{n.name}': a {n.op} needs an input from outside "
+                             "the loop")
+        inputs = [entering if t is None else t for t in inputs]
     for src in n.control_inputs():
         target = mapped.get(f"^{src}", created[src])
         controls.append(target)
@@ -343,6 +371,7 @@ def _import_node(graph, n: NodeDef, created: dict, final: dict, mapped: dict, wh
     _check_outputs(op, n, where, keep_shapes=not mapped)
     if n.meta.get("stack"):
         op.meta["stack"] = tuple(n.meta["stack"])
+    back_edges.extend((op, slot, src, index) for slot, src, index in later)
     return op
 
 
@@ -363,6 +392,18 @@ def _data_input(n: NodeDef, slot: int, spelling: str, created: dict, mapped: dic
         raise ValueError(f"{where}node '{n.name}': input '{spelling}' asks for output {index} "
                          f"but '{src}' has {len(producer.outputs)} outputs")
     return producer.outputs[index]
+
+
+def _wire_back_edge(merge, slot: int, producer, index: int, where: str) -> None:
+    if index >= len(producer.outputs):
+        raise ValueError(f"{where}node '{merge.name}': input {slot} asks for output {index} but "
+                         f"'{producer.name}' has {len(producer.outputs)} outputs")
+    value = producer.outputs[index]
+    if value.dtype.base_dtype is not merge.inputs[slot].dtype.base_dtype:
+        raise ValueError(f"{where}node '{merge.name}': input {slot} from '{producer.name}' is "
+                         f"{value.dtype.name}, its other inputs are "
+                         f"{merge.inputs[slot].dtype.name}")
+    merge._update_input(slot, value)
 
 
 def _renamed_group(group: str, final: dict, n: NodeDef, where: str) -> str:
