@@ -15,13 +15,13 @@ from engine.graph_def import GraphDef
 from engine.kernels.registry import KernelContext
 from engine.passes.partition import PartitionResult, partition
 from engine.passes.prune import ClientGraph, prune
-from engine.runtime.dynamic_executor import check_transfers_outside_loops
 from engine.runtime.executor_api import (
     DYNAMIC,
     PartitionExecutor,
     choose_executors,
     make_executor,
 )
+from engine.runtime.frames import check_transfers_outside_loops
 from engine.runtime.partition_threads import PartitionThreads
 from engine.runtime.rendezvous import Deadline, Gate, Rendezvous
 

@@ -10,7 +10,7 @@ import pytest
 
 import engine as tf
 from engine.graph_def import NodeDef, topological_order
-from engine.runtime import dynamic_executor
+from engine.runtime import frames
 from engine.runtime.executor_api import COMPILED, DYNAMIC, PartitionExecutor, choose_executors
 
 
@@ -138,20 +138,20 @@ def test_inputs_from_two_frames_are_refused_with_tfs_message():
                        match="node mix has inputs from different frames. The input node "
                              "(outside|enter) is in frame '(f)?'. The input node (enter|outside) "
                              "is in frame '(f)?'."):
-        dynamic_executor.frames_of(nodes)
-    frames = dynamic_executor.frames_of(nodes[:2] + [_node("exit", "Exit", ["enter"]),
-                                                     _node("after", "Identity", ["exit"])])
-    assert frames == {"start": "", "enter": "", "exit": "f", "after": ""}
+        frames.frames_of(nodes)
+    found = frames.frames_of(nodes[:2] + [_node("exit", "Exit", ["enter"]),
+                                          _node("after", "Identity", ["exit"])])
+    assert found == {"start": "", "enter": "", "exit": "f", "after": ""}
 
 
 def test_rendezvous_key_carries_frame_and_iteration():
     key = "/job:localhost/replica:0/task:0/device:CPU:0;0000000000000001;" \
           "/job:localhost/replica:0/task:0/device:GPU:0;edge_7_a;0:0"
-    assert dynamic_executor.rendezvous_key_in(key, 0, 0) == key
-    frame = dynamic_executor.frame_instance_id(0, 0, "while/while_context")
-    assert frame == dynamic_executor.frame_instance_id(0, 0, "while/while_context")
-    assert frame != dynamic_executor.frame_instance_id(0, 1, "while/while_context")
-    assert dynamic_executor.rendezvous_key_in(key, frame, 3) == \
+    assert frames.rendezvous_key_in(key, 0, 0) == key
+    frame = frames.frame_instance_id(0, 0, "while/while_context")
+    assert frame == frames.frame_instance_id(0, 0, "while/while_context")
+    assert frame != frames.frame_instance_id(0, 1, "while/while_context")
+    assert frames.rendezvous_key_in(key, frame, 3) == \
         key[:-len("0:0")] + f"{frame}:3"
 
 
