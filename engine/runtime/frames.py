@@ -125,6 +125,28 @@ def check_transfers_outside_loops(nodes: list[NodeDef], cut_edges) -> None:
                             "device with tf.device.")
 
 
+def check_feeds_outside_loops(nodes: list[NodeDef], feeds) -> None:
+    """TF's prevent_feeding for loops: a tensor computed inside a while loop has one value
+    per iteration, so it cannot be fed (an Enter's output included)."""
+    if not feeds or not any(n.op in ("Enter", "RefEnter") for n in nodes):
+        return
+    items = [Item(i, n) for i, n in enumerate(nodes)]
+    by_name = {n.name: item for n, item in zip(nodes, items)}
+    try:
+        assign_frames(items, link(items, by_name))
+    except errors.OpError:
+        return      # an invalid loop elsewhere in the graph is reported where it runs
+    for feed in feeds:
+        item = by_name.get(feed.rpartition(":")[0] or feed)
+        if item is None:
+            continue
+        inside = (item.child.name if item.kind == ENTER else
+                  item.frame.parent or ROOT_FRAME if item.kind == EXIT else item.frame.name)
+        if inside != ROOT_FRAME:
+            raise ValueError(f"Tensor {feed} may not be fed: it is computed inside the while "
+                             f"loop '{inside}', once per iteration.")
+
+
 def assign_frames(items: list[Item], in_edges) -> dict[str, FrameInfo]:
     """TF's BuildControlFlowInfo: a breadth-first walk from the roots; an Enter's consumers
     are in its frame_name, an Exit's in the parent of its frame. A node reached from two

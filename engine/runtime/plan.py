@@ -21,7 +21,7 @@ from engine.runtime.executor_api import (
     choose_executors,
     make_executor,
 )
-from engine.runtime.frames import check_transfers_outside_loops
+from engine.runtime.frames import check_feeds_outside_loops, check_transfers_outside_loops
 from engine.runtime.partition_threads import PartitionThreads
 from engine.runtime.rendezvous import Deadline, Gate, Rendezvous
 
@@ -44,6 +44,7 @@ class Plan:
                  devices_by_name: dict, client_device: str, variables):
         self.id = next(_plan_ids)
         self.key = key
+        check_feeds_outside_loops(graph_def.node, key.feeds)
         self.client: ClientGraph = prune(graph_def, placement, list(key.feeds),
                                          list(key.fetches), list(key.targets), client_device)
         self.result: PartitionResult = partition(self.client)

@@ -186,3 +186,31 @@ def test_loop_values_are_freed_after_their_last_use():
     plan.partitions[0].run([torch.ones(100000)], out, None, watch)
     assert int(out[0]) == 50 and len(watch.products) == 50
     assert watch.most_alive <= 2
+
+
+def test_map_fn_and_scan_graphs_round_trip(tmp_path):
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.placeholder(tf.float32, [None], name="x")
+        mapped = tf.map_fn(lambda r: r * 2.0, x)
+        scanned = tf.scan(lambda a, r: a + r, x)
+    tf.save_graph(g, tmp_path / "functional.json")
+    loaded = tf.load_graph(tmp_path / "functional.json")
+    with tf.Session(graph=loaded) as sess:
+        got = sess.run([mapped.name, scanned.name], {"x:0": [1.0, 2.0, 3.0]})
+    np.testing.assert_array_equal(got[0], [2.0, 4.0, 6.0])
+    np.testing.assert_array_equal(got[1], [1.0, 3.0, 6.0])
+
+
+def test_a_tensor_inside_a_loop_may_not_be_fed_but_its_result_may():
+    with tf.Graph().as_default():
+        seen = []
+        r = tf.while_loop(lambda i: i < 3,
+                          lambda i: seen.append(tf.identity(i, name="mid")) or seen[-1] + 1, [0])
+        doubled = r * 2
+        with tf.Session() as sess:
+            with pytest.raises(ValueError, match="Tensor while/mid:0 may not be fed: it is "
+                                                 "computed inside the while loop "
+                                                 "'while/while_context'"):
+                sess.run(r, {seen[0]: 5})
+            assert sess.run(doubled, {r: 10}) == 20

@@ -385,3 +385,62 @@ def test_a_loop_spanning_devices_is_refused_for_now():
         with pytest.raises(tf.errors.UnimplementedError,
                            match="The while loop 'while/while_context' spans devices"):
             _run(r, config=tf.ConfigProto(virtual_gpus=1))
+
+
+def test_a_loop_on_an_untaken_branch_is_dead_and_runs_nothing():
+    """TF's 'while loop on the untaken branch of a conditional': the dead Enter kills the
+    loop's Merge, the dead Exits reach the outer Merge once the frame is done."""
+    with tf.Graph().as_default():
+        p = tf.placeholder(tf.bool, [])
+        n = tf.placeholder(tf.int32, [])
+        v = tf.Variable(0.0)
+
+        def looped():
+            def body(i):
+                with tf.control_dependencies([tf.assign_add(v, 1.0)]):
+                    return i + 1
+            return tf.while_loop(lambda i: i < n, body, [0])
+        r = tf.cond(p, looped, lambda: tf.constant(-1))
+        with tf.Session() as sess:
+            sess.run(v.initializer)
+            assert sess.run(r, {p: True, n: 4}) == 4
+            assert sess.run(r, {p: False, n: 4}) == -1
+            assert sess.run(v) == 4.0
+
+
+def test_a_tensor_array_written_in_either_branch():
+    with tf.Graph().as_default():
+        p = tf.placeholder(tf.bool, [])
+        ta = tf.TensorArray(tf.float32, 2)
+        written = tf.cond(p, lambda: ta.write(0, 1.0).write(1, 2.0),
+                          lambda: ta.write(0, 5.0).write(1, 6.0))
+        assert isinstance(written, tf.TensorArray)
+        stacked = written.stack()
+        with tf.Session() as sess:
+            np.testing.assert_array_equal(sess.run(stacked, {p: True}), [1.0, 2.0])
+            np.testing.assert_array_equal(sess.run(stacked, {p: False}), [5.0, 6.0])
+
+
+def test_concurrent_steps_of_one_loop_plan_keep_their_own_frames():
+    import threading
+    with tf.Graph().as_default():
+        n = tf.placeholder(tf.int32, [])
+        v = tf.Variable(0.0)
+
+        def body(i, total):
+            with tf.control_dependencies([tf.assign_add(v, 1.0, use_locking=True)]):
+                return i + 1, total + tf.cast(i, tf.float32)
+        r = tf.while_loop(lambda i, total: i < n, body, [0, 0.0])
+        results: dict = {}
+        with tf.Session() as sess:
+            sess.run(v.initializer)
+
+            def steps(k):
+                results[k] = {tuple(sess.run(r, {n: k})) for _ in range(15)}
+            threads = [threading.Thread(target=steps, args=(k,)) for k in (3, 7, 11)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            assert sess.run(v) == 15 * (3 + 7 + 11)
+    assert results == {k: {(k, k * (k - 1) / 2)} for k in (3, 7, 11)}
