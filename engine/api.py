@@ -25,6 +25,7 @@ from engine.dtypes import (  # noqa: F401,A004
     qint8,
     qint32,
     quint8,
+    resource,
     string,
     uint8,
     uint16,
@@ -58,15 +59,19 @@ from engine.ops import grads as _grads  # noqa: F401  (installs gradient rules)
 
 # Each op module lists the tf.* names it owns in its __all__.
 from engine.ops.array_ops import *  # noqa: F401,F403,E402
+from engine.ops.cond import *  # noqa: F401,F403
 from engine.ops.control_flow_ops import *  # noqa: F401,F403,A004
 from engine.ops.core import convert_to_tensor  # noqa: F401
 from engine.ops.debug_ops import *  # noqa: F401,F403
+from engine.ops.functional_ops import *  # noqa: F401,F403
 from engine.ops.init_ops import *  # noqa: F401,F403
 from engine.ops.math_ops import *  # noqa: F401,F403,A004
 from engine.ops.random_ops import *  # noqa: F401,F403
 from engine.ops.state_ops import *  # noqa: F401,F403
+from engine.ops.tensor_array_ops import *  # noqa: F401,F403
 from engine.ops.variable_scope import *  # noqa: F401,F403
 from engine.ops.variables import *  # noqa: F401,F403
+from engine.ops.while_loop import *  # noqa: F401,F403
 from engine.passes.gradients import AggregationMethod, gradients  # noqa: F401
 from engine.runtime.config import ConfigProto, GPUOptions, RunMetadata, RunOptions  # noqa: F401
 from engine.runtime.session import InteractiveSession, Session, get_default_session  # noqa: F401

@@ -22,7 +22,8 @@ class DType:
         self.torch_dtype = torch_dtype
         self.numpy_dtype = numpy_dtype
         self.size = size
-        self.kind = kind  # "float" | "complex" | "int" | "uint" | "bool" | "quantized" | "string"
+        # "float" | "complex" | "int" | "uint" | "bool" | "quantized" | "string" | "resource"
+        self.kind = kind
         self._is_ref = base is not None
         self._base = base if base is not None else self
         self._ref = None
@@ -73,6 +74,10 @@ class DType:
         return self.kind == "string"
 
     @property
+    def is_resource(self) -> bool:
+        return self.kind == "resource"
+
+    @property
     def is_differentiable(self) -> bool:
         return self.kind in ("float", "complex")
 
@@ -114,6 +119,8 @@ qint8 = _make("qint8", "DT_QINT8", torch.qint8, None, 1, "quantized")
 qint32 = _make("qint32", "DT_QINT32", torch.qint32, None, 4, "quantized")
 # Not in ALL: kernels registered "for every type" must not claim strings (no torch dtype).
 string = _make("string", "DT_STRING", None, np.object_, 0, "string")
+# A handle to a runtime resource (a TensorArray's storage): an opaque host-side object.
+resource = _make("resource", "DT_RESOURCE", None, None, 0, "resource")
 
 ALL = (float16, bfloat16, float32, float64, complex64, complex128, int8, int16, int32, int64,
        uint8, uint16, uint32, uint64, bool, quint8, qint8, qint32)
@@ -121,9 +128,9 @@ FLOATS = (float16, bfloat16, float32, float64)
 NUMERIC = FLOATS + (complex64, complex128, int8, int16, int32, int64, uint8)
 REAL_NUMERIC = FLOATS + (int8, int16, int32, int64, uint8)
 
-_BY_NAME = {d.name: d for d in ALL + (string,)}
+_BY_NAME = {d.name: d for d in ALL + (string, resource)}
 _BY_NAME.update({"half": float16, "float": float32, "double": float64})
-_BY_PROTO = {d.proto_name: d for d in ALL + (string,)}
+_BY_PROTO = {d.proto_name: d for d in ALL + (string, resource)}
 _BY_TORCH = {d.torch_dtype: d for d in ALL}
 _BY_NUMPY = {np.dtype(d.numpy_dtype): d for d in ALL + (string,) if d.numpy_dtype is not None}
 

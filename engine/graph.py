@@ -126,6 +126,7 @@ class Operation:
         self.device = device
         self.meta = meta
         self.outputs: tuple[Tensor, ...] = ()
+        self._control_flow_context = None
 
     @property
     def inputs(self) -> tuple[Tensor, ...]:
@@ -163,6 +164,31 @@ class Operation:
             self._control_inputs.append(op)
             self.graph._bump_version()
 
+    def _add_control_inputs(self, ops) -> None:
+        for op in ops:
+            self._add_control_input(op)
+
+    def _remove_all_control_inputs(self) -> None:
+        self._control_inputs = []
+        self.graph._bump_version()
+
+    def _update_input(self, index: int, tensor: Tensor) -> None:
+        """Rewires data input `index` (TF's back edge into a loop's Merge, and the Switch or
+        Enter a control-flow context puts in front of an outside value)."""
+        if tensor.graph is not self.graph:
+            raise ValueError(f"Tensor {tensor} must be from the same graph as '{self.name}'.")
+        inputs = list(self._inputs)
+        inputs[index] = tensor
+        self._inputs = tuple(inputs)
+        self.graph._bump_version()
+
+    def _get_control_flow_context(self):
+        """The cond branch or while loop the op was built in (None: the top level)."""
+        return self._control_flow_context
+
+    def _set_control_flow_context(self, ctx) -> None:
+        self._control_flow_context = ctx
+
     def run(self, feed_dict=None, session=None) -> None:
         from engine.runtime.session import default_session_for
         default_session_for(self.graph, session).run(self, feed_dict)
@@ -195,6 +221,8 @@ class Graph:
         self._finalized = False
         self._seed = None
         self._graph_def_cache = None
+        self._control_flow_context = None     # the cond branch / while body being built
+        self._control_flow_used = False       # set by the first control-flow context
         self._lock = threading.RLock()
 
     # -- identity and lookup -------------------------------------------------------------
@@ -354,8 +382,12 @@ class Graph:
 
     @contextlib.contextmanager
     def control_dependencies(self, control_inputs):
+        """None clears the enclosing control dependencies and, as in TF, the control-flow
+        context: ops made inside belong to no cond branch or loop until placed in one."""
+        saved_context = self._control_flow_context
         if control_inputs is None:
             self._control_stack.append(None)
+            self._control_flow_context = None
         else:
             ops = []
             for c in control_inputs:
@@ -366,6 +398,8 @@ class Graph:
             yield
         finally:
             self._control_stack.pop()
+            if control_inputs is None:
+                self._control_flow_context = saved_context
 
     @contextlib.contextmanager
     def colocate_with(self, op, ignore_existing: bool = False):
@@ -467,7 +501,18 @@ class Graph:
             self._ops.append(op)
             self._by_name[name] = op
             self._bump_version()
+            if self._control_flow_used:
+                # Inside a cond branch or loop body the context may rewire the op's inputs
+                # (through a Switch or an Enter) and add control inputs.
+                from engine.ops.control_flow_context import post_process
+                post_process(op)
         return op
+
+    def _get_control_flow_context(self):
+        return self._control_flow_context
+
+    def _set_control_flow_context(self, ctx) -> None:
+        self._control_flow_context = ctx
 
     # -- defaults and serialization -------------------------------------------------------
 

@@ -161,10 +161,20 @@ def _check_acyclic(nodes: list[NodeDef], source: str) -> None:
 
 # -- GraphDef -> Graph ------------------------------------------------------------------------
 
+_MERGES = ("Merge", "RefMerge")
+_NEXT_ITERATIONS = ("NextIteration", "RefNextIteration")
+
+
+def is_back_edge(producer: NodeDef, consumer: NodeDef) -> bool:
+    """A while loop's NextIteration -> Merge edge: the one edge a legal cycle goes through
+    (TF's rule), left out of the topological order."""
+    return consumer.op in _MERGES and producer.op in _NEXT_ITERATIONS
+
+
 def topological_order(nodes: list[NodeDef]) -> list[NodeDef]:
     """Kahn's algorithm over data and control inputs, taking ready nodes in their original
-    order (so a graph built in order stays in order); a cycle raises InvalidArgumentError
-    naming the nodes on it."""
+    order (so a graph built in order stays in order); loop back edges (is_back_edge) do not
+    count. Any other cycle raises InvalidArgumentError naming the nodes on it."""
     order = _ready_order(nodes)
     if len(order) != len(nodes):
         raise errors.InvalidArgumentError(None, None, _cycle_message(_cycle(nodes, order)))
@@ -172,7 +182,7 @@ def topological_order(nodes: list[NodeDef]) -> list[NodeDef]:
 
 
 def _ready_order(nodes: list[NodeDef]) -> list[NodeDef]:
-    """Kahn's order of the nodes not on or behind a cycle."""
+    """Kahn's order of the nodes not on or behind a cycle (loop back edges left out)."""
     by_name = {n.name: n for n in nodes}
     position = {n.name: i for i, n in enumerate(nodes)}
     pending = {}
@@ -185,7 +195,8 @@ def _ready_order(nodes: list[NodeDef]) -> list[NodeDef]:
                 raise errors.InvalidArgumentError(
                     None, None, f"Node '{n.name}': input '{spelling}' refers to a node that is not "
                                 "in the graph.")
-            preds.add(src)
+            if not is_back_edge(by_name[src], n):
+                preds.add(src)
         pending[n.name] = len(preds)
         for p in preds:
             consumers[p].append(n.name)
@@ -216,8 +227,9 @@ def _cycle_members(stuck: list[NodeDef]) -> list[NodeDef]:
     """Nodes left after Kahn's algorithm include the ones downstream of a cycle; keep those on
     one: the members of strongly connected components with more than one node, or with a self
     loop (Tarjan's algorithm, iterative, so linear in the graph and safe for deep chains)."""
-    names = {n.name for n in stuck}
-    preds = {n.name: [p for p in dict.fromkeys(parse_input(i)[0] for i in n.input) if p in names]
+    by_name = {n.name: n for n in stuck}
+    preds = {n.name: [p for p in dict.fromkeys(parse_input(i)[0] for i in n.input)
+                      if p in by_name and not is_back_edge(by_name[p], n)]
              for n in stuck}
     on_cycle = set()
     for component in _strongly_connected_components(list(preds), preds):
@@ -301,9 +313,12 @@ def import_graph_def(graph_def: GraphDef, input_map=None, return_elements=None, 
             final = {n.name: graph.unique_name(prefix + n.name) for n in graph_def.node}
         created: dict[str, object] = {}
         position = {n.name: i for i, n in enumerate(graph_def.node)}
+        back_edges: list[tuple] = []
         for n in order:
             at = node_at(source, position[n.name], n.name)
-            created[n.name] = _import_node(graph, n, created, final, mapped, at)
+            created[n.name] = _import_node(graph, n, created, final, mapped, at, back_edges)
+        for merge, slot, src, index, at in back_edges:
+            _wire_back_edge(merge, slot, created[src], index, at)
     return _return_elements(return_elements, created, graph_def)
 
 
@@ -343,11 +358,26 @@ def _check_names(graph_def: GraphDef, source: str, return_elements) -> None:
         raise TypeError("return_elements must be a list of strings.")
 
 
-def _import_node(graph, n: NodeDef, created: dict, final: dict, mapped: dict, at: str):
-    """`at` locates the node ("g.json: node 3 ('x')") for errors."""
-    inputs, controls = [], []
+def _import_node(graph, n: NodeDef, created: dict, final: dict, mapped: dict, at: str,
+                 back_edges: list):
+    """`at` locates the node ("g.json: node 3 ('x')") for errors. A loop's back edge (an input
+    not created yet: the order leaves NextIteration -> Merge out) joins `back_edges`, to be
+    wired once its source exists."""
+    inputs, controls, later = [], [], []
     for slot, spelling in enumerate(n.data_inputs()):
-        inputs.append(_data_input(n, slot, spelling, created, mapped, at))
+        src, index = parse_input(spelling)
+        if src not in created:
+            later.append((slot, src, index))
+            inputs.append(None)
+        else:
+            inputs.append(_data_input(n, slot, spelling, created, mapped, at))
+    if later:
+        # As TF builds a loop: the Merge first takes its entering value in every slot.
+        entering = next((t for t in inputs if t is not None), None)
+        if entering is None:
+            raise GraphFileError(None, None, f"{field_at(at, 'input')}: a {n.op} needs an "
+                                             "input from outside the loop")
+        inputs = [entering if t is None else t for t in inputs]
     for src in n.control_inputs():
         target = mapped.get(f"^{src}", created[src])
         controls.append(target)
@@ -378,6 +408,7 @@ def _import_node(graph, n: NodeDef, created: dict, final: dict, mapped: dict, at
     _check_outputs(op, n, at, keep_shapes=not mapped)
     if n.meta.get("stack"):
         op.meta["stack"] = tuple(n.meta["stack"])
+    back_edges.extend((op, slot, src, index, at) for slot, src, index in later)
     return op
 
 
@@ -399,6 +430,19 @@ def _data_input(n: NodeDef, slot: int, spelling: str, created: dict, mapped: dic
                                          f"output {index} of {src!r}, which has "
                                          f"{len(producer.outputs)} outputs")
     return producer.outputs[index]
+
+
+def _wire_back_edge(merge, slot: int, producer, index: int, at: str) -> None:
+    where = field_at(at, "input", slot)
+    if index >= len(producer.outputs):
+        raise GraphFileError(None, None, f"{where}: asks for output {index} but "
+                                         f"'{producer.name}' has {len(producer.outputs)} outputs")
+    value = producer.outputs[index]
+    if value.dtype.base_dtype is not merge.inputs[slot].dtype.base_dtype:
+        raise GraphFileError(None, None, f"{where}: '{producer.name}' gives "
+                                         f"{value.dtype.name}, the Merge's other inputs are "
+                                         f"{merge.inputs[slot].dtype.name}")
+    merge._update_input(slot, value)
 
 
 def _renamed_group(group: str, final: dict, where: str) -> str:

@@ -8,8 +8,9 @@ the engine adds a few attrs TF's OpDefs lack (ENGINE_ATTRS below). A test fails 
 registered op type has no entry here, so a new op type comes with its signature.
 
 Syntax: "<inputs> -> <outputs> | <attrs>". An arg is `name` (one tensor) or `name*N` (N
-tensors, N an int attr). An attr is `name:type` (required) or `name=type` (has a default),
-`>=k` the least value (for an int) or length (for a list)."""
+tensors, N an int attr, or as many as the list(type) attr N has items). An attr is
+`name:type` (required) or `name=type` (has a default), `>=k` the least value (for an int)
+or length (for a list)."""
 
 from __future__ import annotations
 
@@ -30,6 +31,34 @@ ENGINE_ATTRS = {
 }
 
 SIGNATURES = {
+    # Control flow and TensorArrays (TF 2.21's OpDefs, control flow v1).
+    "Assert": "condition, data*T -> | T:list(type)>=1, summarize=int",
+    "ControlTrigger": " -> | ",
+    "Enter": ("data -> output | T:type, frame_name:string, is_constant=bool, "
+              "parallel_iterations=int"),
+    "Exit": "data -> output | T:type",
+    "LoopCond": "input -> output | ",
+    "Merge": "inputs*N -> output, value_index | T:type, N:int>=1",
+    "NextIteration": "data -> output | T:type",
+    "RefEnter": ("data -> output | T:type, frame_name:string, is_constant=bool, "
+                 "parallel_iterations=int"),
+    "RefExit": "data -> output | T:type",
+    "RefMerge": "inputs*N -> output, value_index | T:type, N:int>=1",
+    "RefNextIteration": "data -> output | T:type",
+    "RefSwitch": "data, pred -> output_false, output_true | T:type",
+    "Switch": "data, pred -> output_false, output_true | T:type",
+    "TensorArrayCloseV3": "handle -> | ",
+    "TensorArrayConcatV3": ("handle, flow_in -> value, lengths | dtype:type, "
+                            "element_shape_except0=shape"),
+    "TensorArrayGatherV3": "handle, indices, flow_in -> value | dtype:type, element_shape=shape",
+    "TensorArrayReadV3": "handle, index, flow_in -> value | dtype:type",
+    "TensorArrayScatterV3": "handle, indices, value, flow_in -> flow_out | T:type",
+    "TensorArraySizeV3": "handle, flow_in -> size | ",
+    "TensorArraySplitV3": "handle, value, lengths, flow_in -> flow_out | T:type",
+    "TensorArrayV3": ("size -> handle, flow | dtype:type, element_shape=shape, dynamic_size=bool, "
+                      "clear_after_read=bool, identical_element_shapes=bool, "
+                      "tensor_array_name=string"),
+    "TensorArrayWriteV3": "handle, index, value, flow_in -> flow_out | T:type",
     "Abs": "x -> y | T:type",
     "Add": "x, y -> z | T:type",
     "AddN": "inputs*N -> sum | N:int>=1, T:type",
@@ -279,7 +308,11 @@ class Signature:
         """Tensors `args` stand for, given checked attrs."""
         total = 0
         for _, counted_by in args:
-            total += 1 if counted_by is None else attrs[counted_by]
+            if counted_by is None:
+                total += 1
+            else:
+                count = attrs[counted_by]
+                total += len(count) if isinstance(count, list) else count
         return total
 
 

@@ -1,7 +1,18 @@
 """Torch kernels, registered per (op type, device type, dtypes). Each family is imported
 explicitly so the registry is complete as soon as this package is."""
 
-from engine.kernels import array, debug, math, nn, random, state, summary, training  # noqa: F401
+from engine.kernels import (  # noqa: F401
+    array,
+    control_flow,
+    debug,
+    math,
+    nn,
+    random,
+    state,
+    summary,
+    tensor_array,
+    training,
+)
 from engine.kernels.registry import (  # noqa: F401
                                      Constant,
                                      KernelContext,

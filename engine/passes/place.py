@@ -136,7 +136,7 @@ def _requested_spec(n: NodeDef) -> DeviceSpec:
 
 
 def _colocation_union(graph_def: GraphDef, specs, placement: Placement) -> _UnionFind:
-    """Rule 2.2: shared `loc:@` groups, and every ref-typed input edge."""
+    """Rule 2.2: shared `loc:@` groups, and every ref- or resource-typed input edge."""
     uf = _UnionFind([n.name for n in graph_def.node])
     first_in_group: dict[str, str] = {}
     for n in graph_def.node:
@@ -153,6 +153,14 @@ def _colocation_union(graph_def: GraphDef, specs, placement: Placement) -> _Unio
             if slot < len(n.data_inputs()):
                 src, index = parse_input(n.data_inputs()[slot])
                 _ref_edge_spec(graph_def.by_name(src), n, specs, placement)
+                uf.union(src, n.name)
+        for slot, spelling in enumerate(n.data_inputs()):
+            src, index = parse_input(spelling)
+            producer = graph_def.by_name(src)
+            if slot not in ref_slots and index < len(producer.output_dtypes) and \
+                    producer.output_dtypes[index].is_resource:
+                # A resource handle (a TensorArray's, through a loop's Enter) is used where
+                # the resource lives.
                 uf.union(src, n.name)
     return uf
 

@@ -39,8 +39,12 @@ class _Instruction:
 
 
 class CompiledPartition:
-    """`peer_devices` maps each device name to its torch device, so a Recv whose sender keeps
-    its tensors in the same memory (CPU and a virtual GPU) skips the move."""
+    """A partition without control flow, compiled into one straight-line function; implements
+    engine.runtime.executor_api.PartitionExecutor. `peer_devices` maps each device name to its
+    torch device, so a Recv whose sender keeps its tensors in the same memory (CPU and a
+    virtual GPU) skips the move."""
+
+    kind = "compiled"
 
     def __init__(self, device, nodes: list[NodeDef], ctx: KernelContext, label: str,
                  peer_devices: dict[str, str] | None = None):
@@ -90,7 +94,7 @@ class CompiledPartition:
         return _with_frees(out)
 
     def _arguments(self, n: NodeDef, names, ref_outputs):
-        ref_slots = get_op_def(n.op).ref_inputs if is_registered(n.op) else ()
+        ref_slots = ref_input_slots(n)
         args, uses = [], []
         for slot, spelling in enumerate(n.data_inputs()):
             src = parse_input(spelling)
@@ -103,11 +107,7 @@ class CompiledPartition:
         return args, uses
 
     def _kernel_instruction(self, i: int, n: NodeDef, args, uses, names, ctx) -> _Instruction:
-        kdef = find_kernel(n, self.device.device_type)
-        if kdef is None:
-            raise errors.InternalError(n, None, f"No {self.device.device_type} kernel for "
-                                                f"{n.summary()} at execution time")
-        made = kdef.factory(n, ctx)
+        made = make_kernel(n, self.device, ctx)
         if isinstance(made, Constant):
             self._namespace[f"c{i}"] = made.value
             names[(n.name, 0)] = f"c{i}"
@@ -186,6 +186,20 @@ class CompiledPartition:
         return self._twins[checked]
 
 
+def make_kernel(node: NodeDef, device, ctx: KernelContext):
+    """The kernel callable (or Constant) for `node` on `device`."""
+    kdef = find_kernel(node, device.device_type)
+    if kdef is None:
+        raise errors.InternalError(node, None, f"No {device.device_type} kernel for "
+                                               f"{node.summary()} at execution time")
+    return kdef.factory(node, ctx)
+
+
+def ref_input_slots(node: NodeDef) -> tuple[int, ...]:
+    """The input slots that take a ref as a ref (every other slot reads a ref's value)."""
+    return get_op_def(node.op).ref_inputs if is_registered(node.op) else ()
+
+
 def _recvs_before_first_use(nodes: list[NodeDef]) -> list[NodeDef]:
     """Moves each _Recv (it has no inputs) to just before its first consumer. Recvs still
     follow their Sends in the partitioner's global order, so partitions cannot deadlock;
@@ -223,11 +237,11 @@ def _with_frees(instructions: list[_Instruction]) -> list[_Instruction]:
     return instructions
 
 
-def _nbytes(value) -> int:
+def output_bytes(value) -> int:
     if isinstance(value, torch.Tensor):
         return value.nbytes
     if isinstance(value, tuple):
-        return sum(_nbytes(v) for v in value)
+        return sum(output_bytes(v) for v in value)
     return 0
 
 
@@ -242,12 +256,12 @@ def _recorder(records: list | None, deadline: Deadline | None):
     append = records.append
     if deadline is None:
         def rec(index, start, end, value):
-            append((index, start, end, _nbytes(value)))
+            append((index, start, end, output_bytes(value)))
         return rec
     check = deadline.check
 
     def rec(index, start, end, value):
-        append((index, start, end, _nbytes(value)))
+        append((index, start, end, output_bytes(value)))
         check()
     return rec
 
@@ -277,6 +291,15 @@ def _node_error(error: BaseException, fn, line_nodes: dict[int, NodeDef],
         tb = tb.tb_next
     traceback.clear_frames(error.__traceback__)
     if node is None:
+        return error
+    return node_failure(error, node, device)
+
+
+def node_failure(error: BaseException, node: NodeDef, device=None) -> BaseException:
+    """`error`, raised while running `node` on `device`, as the OpError that names the node,
+    prints it and shows where it was created (ResourceExhaustedError with TF's hint for an
+    out-of-memory failure). Errors that already name their node pass through."""
+    if isinstance(error, (KeyboardInterrupt, SystemExit)) or getattr(error, "_engine_node", None):
         return error
     cls = type(error) if isinstance(error, errors.OpError) else errors.InvalidArgumentError
     text = str(error)

@@ -1,5 +1,6 @@
 """An execution plan for one (fetches, feeds, targets, graph version) signature: prune,
-partition and compile once; `run` executes the partitions (concurrently when there are
+partition and build each partition's executor once (compiled, or dynamic where there is control
+flow: engine/runtime/executor_api.py); `run` executes the partitions (concurrently when there are
 several, through a rendezvous, under the step's deadline and the session's inter-op gate)
 and returns the fetched values."""
 
@@ -14,7 +15,13 @@ from engine.graph_def import GraphDef
 from engine.kernels.registry import KernelContext
 from engine.passes.partition import PartitionResult, partition
 from engine.passes.prune import ClientGraph, prune
-from engine.runtime.executor import CompiledPartition
+from engine.runtime.executor_api import (
+    DYNAMIC,
+    PartitionExecutor,
+    choose_executors,
+    make_executor,
+)
+from engine.runtime.frames import check_feeds_outside_loops, check_transfers_outside_loops
 from engine.runtime.partition_threads import PartitionThreads
 from engine.runtime.rendezvous import Deadline, Gate, Rendezvous
 
@@ -37,16 +44,20 @@ class Plan:
                  devices_by_name: dict, client_device: str, variables):
         self.id = next(_plan_ids)
         self.key = key
+        check_feeds_outside_loops(graph_def.node, key.feeds)
         self.client: ClientGraph = prune(graph_def, placement, list(key.feeds),
                                          list(key.fetches), list(key.targets), client_device)
         self.result: PartitionResult = partition(self.client)
         ordered = sorted(self.result.partitions, key=lambda d: (d != client_device, d))
         peers = {name: d.torch_device for name, d in devices_by_name.items()}
-        self.partitions = [
-            CompiledPartition(devices_by_name[d], self.result.partitions[d],
-                              KernelContext(devices_by_name[d], devices_by_name[d].torch_device,
-                                            variables),
-                              f"plan {self.id} {d}", peers)
+        kinds = choose_executors(self.result.partitions)
+        if DYNAMIC in kinds.values():
+            check_transfers_outside_loops(self.client.nodes, self.result.cut_edges)
+        self.partitions: list[PartitionExecutor] = [
+            make_executor(kinds[d], devices_by_name[d], self.result.partitions[d],
+                          KernelContext(devices_by_name[d], devices_by_name[d].torch_device,
+                                        variables),
+                          f"plan {self.id} {d}", peers)
             for d in ordered]
         self.num_ops = sum(len(p.nodes) for p in self.partitions)
         self.num_kernels = sum(p.num_kernels for p in self.partitions)
@@ -90,7 +101,7 @@ class StepControl:
     bytes_moved: int = 0
 
 
-def _run_one(part: CompiledPartition, feeds, out, rendezvous: Rendezvous, stats,
+def _run_one(part: PartitionExecutor, feeds, out, rendezvous: Rendezvous, stats,
              control: StepControl) -> None:
     try:
         with _gate_slot(control):
