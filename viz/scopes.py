@@ -143,13 +143,23 @@ def expand_level(graph: GraphRecord, expanded: Iterable[str]) -> frozenset[str]:
     return expanded | frontier(graph, expanded)
 
 
+def loop_frames(graph: GraphRecord) -> frozenset[str]:
+    """The scopes of while loops: those that directly hold a LoopCond (`while`, `rnn/while`,
+    `map/while`), as TF's while_loop names its frame."""
+    return frozenset(node.name.rpartition("/")[0] for node in graph.nodes
+                     if node.op == "LoopCond" and "/" in node.name)
+
+
 def default_expansion(
     graph: GraphRecord, limit: int = DEFAULT_VISIBLE_LIMIT
 ) -> frozenset[str]:
-    """Expand whole levels, outermost first, while the visible node count stays <= limit."""
+    """Expand whole levels, outermost first, while the visible node count stays <= limit.
+    While loops stay collapsed, as TensorBoard shows them: a click or "Expand a level" opens
+    one."""
     expanded: frozenset[str] = frozenset()
+    loops = loop_frames(graph)
     while True:
-        deeper = expand_level(graph, expanded)
+        deeper = expand_level(graph, expanded) - loops
         if deeper == expanded or visible_count(graph, deeper) > limit:
             return expanded
         expanded = deeper

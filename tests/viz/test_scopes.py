@@ -12,6 +12,7 @@ from viz.scopes import (
     default_expansion,
     expand_level,
     frontier,
+    loop_frames,
     scope_chain,
     scope_view,
     visible_count,
@@ -107,3 +108,22 @@ def test_default_expansion_stops_before_the_limit():
     assert visible_count(graph, chosen) == 40
     assert default_expansion(graph, limit=400) == all_scopes(graph)
     assert default_expansion(graph, limit=3) == frozenset()
+
+
+def test_while_loops_start_collapsed_and_open_on_request():
+    """A while loop's frame (the scope holding its LoopCond) stays collapsed by default, as
+    TensorBoard shows it; the scopes around it and beside it open as usual."""
+    nodes = [make_node("x", "Placeholder"),
+             make_node("rnn/while/Enter", "Enter", ("x",)),
+             make_node("rnn/while/Merge", "Merge", ("rnn/while/Enter",)),
+             make_node("rnn/while/LoopCond", "LoopCond", ("rnn/while/Merge",)),
+             make_node("rnn/while/cell/MatMul", "MatMul", ("rnn/while/Merge",)),
+             make_node("rnn/while/Exit", "Exit", ("rnn/while/Merge",)),
+             make_node("rnn/transpose", "Transpose", ("rnn/while/Exit",)),
+             make_node("loss/Mean", "Mean", ("rnn/transpose",))]
+    graph = GraphRecord(1, tuple(nodes))
+    assert loop_frames(graph) == {"rnn/while"}
+    chosen = default_expansion(graph, limit=300)
+    assert chosen == {"rnn", "loss"}
+    assert by_name(scope_view(graph, [], chosen))["rnn/while"].kind == SCOPE
+    assert "rnn/while" in expand_level(graph, chosen)
