@@ -94,3 +94,13 @@ def node_details(graph: GraphRecord, placements: Iterable[PlacementRecord], node
             return scope_details(graph, placements, node_name)
         raise KeyError(f"no node or scope named {node_name!r} in graph version {graph.version}")
     return op_details(graph, placements, node_name)
+
+
+def node_stats(stats: Iterable, name: str) -> dict | None:
+    """How often node `name` ran in one traced step and for how long in all: a node inside a
+    while loop runs once per iteration. None when it did not run."""
+    runs = [record for record in stats if record.node == name]
+    if not runs:
+        return None
+    return {"step": runs[0].step, "executions": len(runs),
+            "total_us": sum(record.end_us - record.start_us for record in runs)}

@@ -204,6 +204,12 @@ def default_expanded(name: str) -> frozenset[str]:
     return _cache.get((*key, "default_expansion"), lambda: default_expansion(record))
 
 
+def last_traced_stats(name: str) -> list:
+    """Per-op stats of the run's latest traced step ([] when no step was traced)."""
+    step = _query(name, "last_traced_step")
+    return [] if step is None else _query(name, "step_stats", step)
+
+
 def graph_view(name: str, expanded: frozenset[str]) -> tuple[GraphView, dict[str, Position]]:
     """The visible graph for these expanded scopes and its layout. Only the graph's own
     scopes count (the rest of what a client sends is dropped before it reaches a key), and

@@ -340,6 +340,12 @@ class RunReader:
                                 "bytes_moved, seq FROM steps ORDER BY seq").fetchall()
         return [StepRecord(*row) for row in rows]
 
+    def last_traced_step(self) -> int | None:
+        """The step number of the latest step recorded with per-op stats (None: none was)."""
+        with self._connect() as conn:
+            row = conn.execute("SELECT step FROM op_stats ORDER BY seq DESC LIMIT 1").fetchone()
+        return None if row is None else row[0]
+
     def step_stats(self, step: int) -> list[OpStatRecord]:
         """Op stats of the latest recorded step with this number."""
         with self._connect() as conn:
@@ -469,7 +475,8 @@ class RunReader:
 _QUERIES = ("info", "damage", "tags", "histogram_tags", "text_tags", "scalars", "scalar_wall_times",
             "histograms", "texts", "image_tags", "images", "tensor_summary_nodes",
             "tensor_summaries", "alerts", "devices", "graph_versions", "graph", "placements",
-            "plans", "partitions", "cut_edges", "steps", "step_stats", "transfers", "events")
+            "plans", "partitions", "cut_edges", "steps", "last_traced_step", "step_stats",
+            "transfers", "events")
 for _name in _QUERIES:
     setattr(RunReader, _name, _damage_is_a_store_error(getattr(RunReader, _name)))
 

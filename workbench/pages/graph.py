@@ -10,7 +10,7 @@ from dash import Input, Output, State, dcc, html, no_update
 from plotly.graph_objects import Figure
 
 from viz.graph_figure import graph_figure
-from viz.inspector import node_details
+from viz.inspector import node_details, node_stats
 from viz.message import message_figure
 from viz.scopes import SCOPE, expand_level
 from workbench import data
@@ -150,6 +150,8 @@ def inspect(trigger: str | None, click: dict | None, run: str | None):
                                as_scope=kind == SCOPE)
     except KeyError as exc:
         return message(exc.args[0] if exc.args else str(exc)), ""
+    if kind != SCOPE:
+        details["stats"] = node_stats(data.last_traced_stats(run), name)
     return inspector_panel(details), name if kind != SCOPE else ""
 
 

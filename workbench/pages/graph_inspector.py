@@ -32,6 +32,17 @@ def _tensor_list(rows: list[dict], key: str) -> html.Ul | html.Span:
         for row in rows])
 
 
+def _stats(stats: dict | None) -> html.Span:
+    """A loop node runs once per iteration: its count and total time, from the latest
+    traced step."""
+    if not stats:
+        return html.Span("did not run (or no step was traced)", className="muted")
+    runs = stats["executions"]
+    times = "once" if runs == 1 else f"{runs} times"
+    return html.Span(f"step {stats['step']}: ran {times}, {stats['total_us']:.0f} us in all",
+                     className="node-stats")
+
+
 def op_panel(details: dict) -> html.Div:
     reason = details["reason"] or "not placed"
     return html.Div(className="inspector", children=[
@@ -42,6 +53,7 @@ def op_panel(details: dict) -> html.Div:
             _field("Assigned", _device(details["assigned"])),
             _field("Placement", html.Span(reason, className=f"reason reason-{reason}"),
                    html.Div(details["detail"], className="muted")),
+            _field("Last traced step", _stats(details.get("stats"))),
             _field("Inputs", _tensor_list(details["inputs"], "name")),
             _field("Outputs", _tensor_list(details["outputs"], "index")),
             _field("Created at", html.Pre("\n".join(details["stack"]) or "(unknown)",
