@@ -136,15 +136,17 @@ def graph_def_from_json(text: str | bytes, source: str = "<string>") -> GraphDef
     return graph_def_from_document(text, source)[0]
 
 
-def graph_def_from_document(text: str | bytes, source: str,
-                            open_arrays=None) -> tuple[GraphDef, dict]:
+def graph_def_from_document(text: str | bytes, source: str, open_arrays=None,
+                            runtime: bool = False) -> tuple[GraphDef, dict]:
     """The checked GraphDef of a JSON document and its raw collections; `open_arrays(name)`
-    opens the side .npz a version 2 document names."""
-    header, fields, collections = graph_json.document_from_json(text, source, open_arrays)
+    opens the side .npz a version 2 document names; `runtime`: a plan's partition, which may
+    hold the runtime's _Send/_Recv/_Arg/_Retval nodes (engine/runtime/plan_spec.py)."""
+    header, fields, collections = graph_json.document_from_json(text, source, open_arrays,
+                                                                runtime)
     nodes = [NodeDef(**f) for f in fields]
-    index_of = graph_schema.check_names_and_references(nodes, source)
+    index_of = graph_schema.check_names_and_references(nodes, source, runtime)
     _check_acyclic(nodes, source)
-    graph_schema.check_ops(nodes, source, index_of)
+    graph_schema.check_ops(nodes, source, index_of, runtime)
     return GraphDef(nodes, version=header["graph_version"], source=source), collections
 
 

@@ -38,6 +38,9 @@ MAX_ELIDED_INLINE_VALUES = 1 << 16
 _NON_FINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
 _NODE_NAME = re.compile(r"[A-Za-z0-9.][A-Za-z0-9_.\-/>]*")
 _INPUT = re.compile(r"\^?[A-Za-z0-9.][A-Za-z0-9_.\-/>]*(:[0-9]+)?")
+# A partition's runtime nodes (_arg_x_0_0, _retval_y_0_0) start with "_", as TF's do.
+_RUNTIME_NODE_NAME = re.compile(r"[A-Za-z0-9._][A-Za-z0-9_.\-/>]*")
+_RUNTIME_INPUT = re.compile(r"\^?[A-Za-z0-9._][A-Za-z0-9_.\-/>]*(:[0-9]+)?")
 _ATTR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SIDE_FILE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]*\.npz")
 _PLAIN_ATTRS = (bool, str, float, type(None))
@@ -323,8 +326,9 @@ def encode_node(n, arrays: ArrayStore | None = None, strip_prefix: str = "") -> 
             "stack": stack}
 
 
-def decode_node(raw, index: int, source: str, arrays) -> dict:
-    """The checked fields of one node, as NodeDef keyword arguments."""
+def decode_node(raw, index: int, source: str, arrays, runtime: bool = False) -> dict:
+    """The checked fields of one node, as NodeDef keyword arguments; `runtime` also accepts the
+    names of a partition's runtime nodes (a plan's JSON form)."""
     where = node_at(source, index, raw.get("name") if isinstance(raw, dict) else None)
     if not isinstance(raw, dict):
         raise fail(where, f"a node is an object, got {kind_of(raw)}")
@@ -333,7 +337,7 @@ def decode_node(raw, index: int, source: str, arrays) -> dict:
         raise fail(field_at(where, unknown[0]), f"unknown field (a node has "
                                                 f"{', '.join(NODE_FIELDS)})")
     name = _string(raw, "name", where, required=True)
-    if not _NODE_NAME.fullmatch(name):
+    if not (_RUNTIME_NODE_NAME if runtime else _NODE_NAME).fullmatch(name):
         raise fail(field_at(where, "name"), "a node name is letters, digits and _ . - / > (not "
                                             "starting with _ - / >), as in TF")
     op = _string(raw, "op", where, required=True)
@@ -341,7 +345,7 @@ def decode_node(raw, index: int, source: str, arrays) -> dict:
         raise fail(field_at(where, "op"), "is empty")
     inputs = _string_list(raw, "input", where)
     for j, spelling in enumerate(inputs):
-        if not _INPUT.fullmatch(spelling):
+        if not (_RUNTIME_INPUT if runtime else _INPUT).fullmatch(spelling):
             raise fail(field_at(where, "input", j), f"{short(spelling)} is not \"node\", "
                                                     "\"node:N\" or \"^node\"")
     device = _string(raw, "device", where)
@@ -453,10 +457,11 @@ def document_to_json(graph_def, strip_prefix: str = "", arrays: ArrayStore | Non
             f"\n], \"collections\": {tail}}}\n")
 
 
-def document_from_json(text: str | bytes, source: str, open_arrays=None) -> tuple[dict, list, dict]:
+def document_from_json(text: str | bytes, source: str, open_arrays=None,
+                       runtime: bool = False) -> tuple[dict, list, dict]:
     """(header, node field dicts, raw collections), every field checked; `text` may also be the
     file's bytes. `open_arrays(name)` gives the side file's reader for documents that name
-    one."""
+    one; `runtime`: a partition's document (decode_node)."""
     if isinstance(text, (bytes, bytearray, memoryview)):
         text = graph_schema.decode_utf8(text, source)
     if len(text) > graph_schema.MAX_FILE_BYTES:
@@ -471,7 +476,7 @@ def document_from_json(text: str | bytes, source: str, open_arrays=None) -> tupl
     if surrogates:
         graph_schema.check_tree(doc, source, strings=True)
     try:
-        return _decode_document(doc, source, open_arrays)
+        return _decode_document(doc, source, open_arrays, runtime)
     except GraphFileError as e:
         error = e
     # The decoders accept no container nested deeper than the schema's own (about 10 deep),
@@ -482,7 +487,8 @@ def document_from_json(text: str | bytes, source: str, open_arrays=None) -> tupl
     raise error
 
 
-def _decode_document(doc: dict, source: str, open_arrays) -> tuple[dict, list, dict]:
+def _decode_document(doc: dict, source: str, open_arrays,
+                     runtime: bool = False) -> tuple[dict, list, dict]:
     unknown = [k for k in doc if k not in DOCUMENT_FIELDS]
     if unknown:
         raise fail(document_field(source, unknown[0]), f"unknown field (a graph document has "
@@ -502,7 +508,7 @@ def _decode_document(doc: dict, source: str, open_arrays) -> tuple[dict, list, d
     arrays = _side_arrays(doc.get("arrays"), source, open_arrays) if version >= 2 else None
     collections = doc.get("collections", {}) if version >= 2 else {}
     graph_schema.check_collections(collections, source)
-    fields = [decode_node(raw, i, source, arrays) for i, raw in enumerate(nodes)]
+    fields = [decode_node(raw, i, source, arrays, runtime) for i, raw in enumerate(nodes)]
     return {"version": version, "graph_version": graph_version}, fields, collections
 
 

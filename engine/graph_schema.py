@@ -71,6 +71,7 @@ import numpy as np
 
 from engine import devices, errors
 from engine.graph_signatures import (
+    RUNTIME_OP_TYPES,
     Signature,
     describe_args,
     describe_value,
@@ -317,8 +318,10 @@ def _check_item(item, where: str) -> None:
 
 # -- the nodes -------------------------------------------------------------------------------
 
-def check_names_and_references(nodes: list, source: str) -> dict[str, int]:
-    """Unique names, and inputs and colocation groups that name nodes of the file; returns
+def check_names_and_references(nodes: list, source: str,
+                               runtime: bool = False) -> dict[str, int]:
+    """Unique names, and inputs and colocation groups that name nodes of the file (not for a
+    plan's pruned graph or partition, `runtime`, whose groups may name pruned nodes); returns
     each name's index. Run before the cycle check, which needs every input to resolve."""
     index_of: dict[str, int] = {}
     folded: dict[str, int] = {}
@@ -331,18 +334,21 @@ def check_names_and_references(nodes: list, source: str) -> dict[str, int]:
             if src not in index_of:
                 raise fail(field_at(node_at(source, i, n.name), "input", j),
                            f"{short(spelling)} names node {short(src)}, which is not in the file")
-        for j, group in enumerate(n.attr.get("_class", ())):
+        for j, group in enumerate(() if runtime else n.attr.get("_class", ())):
             if group[5:] not in index_of:
                 raise fail(field_at(node_at(source, i, n.name), "attr", "_class", j),
                            f"colocation with {short(group[5:])}, which is not a node of the file")
     return index_of
 
 
-def check_ops(nodes: list, source: str, index_of: dict[str, int]) -> None:
-    """The rules that need each node's op: registered op types, devices, required and typed
+def check_ops(nodes: list, source: str, index_of: dict[str, int],
+              runtime: bool = False) -> None:
+    """The rules that need each node's op: registered op types (and, for a partition's
+    document, `runtime`, the runtime's _Send/_Recv/_Arg/_Retval), devices, required and typed
     attrs, input counts and order, and inputs naming outputs their producer has."""
     _register_every_op()
-    outputs = [_check_node(n, _NodeAt(source, i, n.name)) for i, n in enumerate(nodes)]
+    outputs = [_check_node(n, _NodeAt(source, i, n.name), runtime)
+               for i, n in enumerate(nodes)]
     for i, n in enumerate(nodes):
         for j, spelling in enumerate(n.input):
             src, index = parse_input(spelling)
@@ -386,9 +392,9 @@ def _check_unique(name: str, i: int, source: str, index_of: dict, folded: dict, 
     folded[key] = i
 
 
-def _check_node(n, where) -> int | None:
+def _check_node(n, where, runtime: bool = False) -> int | None:
     """Checks one node alone; returns how many outputs it has (None: not known)."""
-    if not registry.is_registered(n.op):
+    if not registry.is_registered(n.op) and not (runtime and n.op in RUNTIME_OP_TYPES):
         raise UnregisteredOpError(None, None, f"{field_at(where, 'op')}: Op type not registered "
                                   f"{short(n.op)} in this engine (engine.ops.registry."
                                   "registered_op_types() lists the registered op types)")

@@ -284,7 +284,18 @@ SIGNATURES = {
     "VariableV2": "-> ref | shape:shape, dtype:type, container=string, shared_name=string",
     "Where": "input -> index | T=type",
     "ZerosLike": "x -> y | T:type",
+    # The runtime's own ops, which only partitions hold (a plan's JSON form, not graph files;
+    # TF 2.21's OpDefs).
+    "_Arg": "-> output | T:type, index:int>=0",
+    "_Recv": ("-> tensor | tensor_type:type, tensor_name:string, send_device:string, "
+              "send_device_incarnation:int, recv_device:string, client_terminated=bool"),
+    "_Retval": "input -> | T:type, index:int>=0",
+    "_Send": ("tensor -> | T:type, tensor_name:string, send_device:string, "
+              "send_device_incarnation:int, recv_device:string, client_terminated=bool"),
 }
+
+# Op types a partition may hold that no graph file may (they are not registered ops).
+RUNTIME_OP_TYPES = frozenset({"_Arg", "_Recv", "_Retval", "_Send"})
 
 
 # -- reading signatures ---------------------------------------------------------------------

@@ -1,9 +1,13 @@
-"""`partition(client_graph)`: one subgraph per device. Every data edge that crosses devices
-becomes a `_Send`/`_Recv` pair with TF's rendezvous key, one transfer per (tensor,
-destination device); control edges cross as a tiny Const sent over and an Identity."""
+"""`partition(client_graph, location=by_device)`: one subgraph per location (a device, or a
+task under `by_task`). Every data edge that crosses devices becomes a `_Send`/`_Recv` pair with
+TF's rendezvous key, one transfer per (tensor, destination device), also between two devices of
+one location; control edges cross as a tiny Const sent over and an Identity. The rendezvous key
+is derived from the Send/Recv attrs alone (`key_of`), so a partition needs nothing beyond its
+GraphDef."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -31,7 +35,7 @@ class CutEdge:
 
 @dataclass
 class PartitionResult:
-    partitions: dict[str, list[NodeDef]]        # device -> nodes in schedule order
+    partitions: dict[str, list[NodeDef]]        # location -> nodes in schedule order
     cut_edges: list[CutEdge]
 
 
@@ -40,9 +44,30 @@ def rendezvous_key(send_device: str, recv_device: str, tensor_name: str,
     return f"{send_device};{incarnation:016x};{recv_device};{tensor_name};0:0"
 
 
+def key_of(node: NodeDef) -> str:
+    """The rendezvous key of a _Send or _Recv node, from its attrs (as TF's GetRendezvousKey
+    builds it), with the top-level frame's `0:0`."""
+    attr = node.attr
+    return rendezvous_key(attr["send_device"], attr["recv_device"], attr["tensor_name"],
+                          attr["send_device_incarnation"])
+
+
+def by_device(device: str) -> str:
+    """The in-process location policy: one partition per device."""
+    return device
+
+
+def by_task(device: str) -> str:
+    """The distributed location policy: one partition per task (`/job:x/replica:r/task:n`),
+    as TF's master partitions a graph for its workers."""
+    parts = [p for p in device.split("/") if p and not p.startswith("device:")]
+    return "/" + "/".join(parts)
+
+
 class _Partitioner:
-    def __init__(self, client: ClientGraph):
+    def __init__(self, client: ClientGraph, location: Callable[[str], str]):
         self.client = client
+        self.location = location
         self.by_name = {n.name: n for n in client.nodes}
         self.partitions: dict[str, list[NodeDef]] = {}
         self.cut_edges: list[CutEdge] = []
@@ -53,7 +78,7 @@ class _Partitioner:
         self.edge_id = 0
 
     def emit(self, device: str, node: NodeDef) -> None:
-        self.partitions.setdefault(device, []).append(node)
+        self.partitions.setdefault(self.location(device), []).append(node)
 
     def new_name(self, prefix: str) -> str:
         name = f"{prefix}/_{self.counter}"
@@ -137,8 +162,9 @@ class _Partitioner:
         return recv
 
 
-def partition(client: ClientGraph) -> PartitionResult:
-    """Splits the client graph by assigned device. Nodes are emitted in one global order in
-    which every Send precedes its Recv, so running each partition in its own order, in
-    parallel, cannot deadlock."""
-    return _Partitioner(client).run()
+def partition(client: ClientGraph,
+              location: Callable[[str], str] = by_device) -> PartitionResult:
+    """Splits the client graph by the location (`location(device)`) of each node's assigned
+    device. Nodes are emitted in one global order in which every Send precedes its Recv, so
+    running each partition in its own order, in parallel, cannot deadlock."""
+    return _Partitioner(client, location).run()

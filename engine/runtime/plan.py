@@ -1,7 +1,8 @@
-"""An execution plan for one (fetches, feeds, targets, graph version) signature: prune,
-partition and build each partition's executor once (compiled, or dynamic where there is control
-flow: engine/runtime/executor_api.py); `run` executes the partitions (concurrently when there are
-several, through a rendezvous, under the step's deadline and the session's inter-op gate)
+"""An execution plan for one (fetches, feeds, targets, graph version) signature: the plan as
+data (a PlanSpec, engine/runtime/plan_spec.py: pruned graph, partitions, executor kinds) and
+each partition's executor built from it once (compiled, or dynamic where there is control
+flow: engine/runtime/executor_api.py); `run` executes the partitions (concurrently when there
+are several, through a rendezvous, under the step's deadline and the session's inter-op gate)
 and returns the fetched values."""
 
 from __future__ import annotations
@@ -13,52 +14,45 @@ from dataclasses import dataclass
 from engine import errors
 from engine.graph_def import GraphDef
 from engine.kernels.registry import KernelContext
-from engine.passes.partition import PartitionResult, partition
-from engine.passes.prune import ClientGraph, prune
-from engine.runtime.executor_api import (
-    DYNAMIC,
-    PartitionExecutor,
-    choose_executors,
-    make_executor,
-)
-from engine.runtime.frames import check_feeds_outside_loops, check_transfers_outside_loops
+from engine.passes.partition import PartitionResult
+from engine.passes.prune import ClientGraph
+from engine.runtime.executor_api import PartitionExecutor, make_executor
 from engine.runtime.partition_threads import PartitionThreads
+from engine.runtime.plan_spec import PlanKey, PlanSpec
 from engine.runtime.rendezvous import Deadline, Gate, Rendezvous
 
+__all__ = ["Plan", "PlanKey", "PlanSpec", "StepControl"]
+
 _plan_ids = itertools.count(1)
-
-
-@dataclass
-class PlanKey:
-    fetches: tuple[str, ...]
-    feeds: tuple[str, ...]
-    targets: tuple[str, ...]
-    graph_version: int
-
-    def as_tuple(self) -> tuple:
-        return (self.fetches, self.feeds, self.targets, self.graph_version)
 
 
 class Plan:
     def __init__(self, key: PlanKey, graph_def: GraphDef, placement: dict[str, str],
                  devices_by_name: dict, client_device: str, variables):
+        self._start(PlanSpec.build(key, graph_def, placement, client_device), devices_by_name,
+                    variables)
+
+    @classmethod
+    def from_spec(cls, spec: PlanSpec, devices_by_name: dict, variables) -> Plan:
+        """The plan that runs `spec` (built here, or decoded by PlanSpec.from_json) on these
+        devices, with these variables."""
+        plan = cls.__new__(cls)
+        plan._start(spec, devices_by_name, variables)
+        return plan
+
+    def _start(self, spec: PlanSpec, devices_by_name: dict, variables) -> None:
         self.id = next(_plan_ids)
-        self.key = key
-        check_feeds_outside_loops(graph_def.node, key.feeds)
-        self.client: ClientGraph = prune(graph_def, placement, list(key.feeds),
-                                         list(key.fetches), list(key.targets), client_device)
-        self.result: PartitionResult = partition(self.client)
-        ordered = sorted(self.result.partitions, key=lambda d: (d != client_device, d))
+        self.spec = spec
+        self.key = spec.key
+        self.client: ClientGraph = spec.client
+        self.result: PartitionResult = spec.result()
         peers = {name: d.torch_device for name, d in devices_by_name.items()}
-        kinds = choose_executors(self.result.partitions)
-        if DYNAMIC in kinds.values():
-            check_transfers_outside_loops(self.client.nodes, self.result.cut_edges)
         self.partitions: list[PartitionExecutor] = [
-            make_executor(kinds[d], devices_by_name[d], self.result.partitions[d],
+            make_executor(spec.executors[d], devices_by_name[d], nodes,
                           KernelContext(devices_by_name[d], devices_by_name[d].torch_device,
                                         variables),
                           f"plan {self.id} {d}", peers)
-            for d in ordered]
+            for d, nodes in spec.partitions.items()]
         self.num_ops = sum(len(p.nodes) for p in self.partitions)
         self.num_kernels = sum(p.num_kernels for p in self.partitions)
 

@@ -1,7 +1,8 @@
-"""The in-process rendezvous (TF_BEHAVIOUR 3.10) and what bounds a step's waiting: per key a
-FIFO; send never blocks, recv waits for the value, for an abort (which wakes every waiter
-with the abort's error) or for the step's Deadline; a Gate caps how many partitions run
-kernels at once, and a partition waiting in recv does not hold it."""
+"""The rendezvous protocol (what a partition's Send/Recv talk to: RendezvousProtocol, and the
+key format with `parse_key`), the in-process rendezvous behind it (TF_BEHAVIOUR 3.10) and what
+bounds a step's waiting: per key a FIFO; send never blocks, recv waits for the value, for an
+abort (which wakes every waiter with the abort's error) or for the step's Deadline; a Gate caps
+how many partitions run kernels at once, and a partition waiting in recv does not hold it."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import collections
 import contextlib
 import threading
 import time
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
 
 from engine import errors
 
@@ -76,16 +79,81 @@ class Gate:
         return self._slots._value
 
 
+@dataclass(frozen=True)
+class ParsedKey:
+    """A rendezvous key, `src_device;src_incarnation;dst_device;tensor_name;frame_id:iter`
+    (TF's Rendezvous::CreateKey; the incarnation in 16 hex digits, frame_id:iter `0:0` outside
+    loops, else the frame instance's id and the iteration: engine/runtime/frames.py)."""
+
+    src_device: str
+    src_incarnation: int
+    dst_device: str
+    tensor_name: str
+    frame_id: int
+    iteration: int
+
+    def key(self) -> str:
+        return (f"{self.src_device};{self.src_incarnation:016x};{self.dst_device};"
+                f"{self.tensor_name};{self.frame_id}:{self.iteration}")
+
+
+def parse_key(key: str) -> ParsedKey:
+    """The five fields of a rendezvous key; InvalidArgumentError (TF's wording) otherwise."""
+    parts = key.split(";")
+    frame, sep, iteration = parts[-1].partition(":") if len(parts) == 5 else ("", "", "")
+    if not (sep and parts[0] and parts[2] and parts[3] and _is_hex(parts[1])
+            and frame.isdigit() and iteration.isdigit()):
+        raise errors.InvalidArgumentError(
+            None, None, f"Invalid rendezvous key: {key!r} (a key is "
+                        "src_device;incarnation;dst_device;tensor_name;frame_id:iter)")
+    return ParsedKey(parts[0], int(parts[1], 16), parts[2], parts[3], int(frame),
+                     int(iteration))
+
+
+def _is_hex(text: str) -> bool:
+    return 0 < len(text) <= 16 and all(c in "0123456789abcdefABCDEF" for c in text)
+
+
+@runtime_checkable
+class RendezvousProtocol(Protocol):
+    """What a step's partitions exchange cut edges through, in process or (later) across
+    processes. `send` never blocks; `recv` returns the value sent under the key, or NO_VALUE
+    (engine.kernels.control_flow) for a dead tensor, waiting at most until `deadline`
+    (DeadlineExceededError) or an `abort` (every waiter gets a CancelledError naming the
+    abort's cause). One rendezvous serves one step (`step_id`)."""
+
+    step_id: int
+    deadline: Deadline | None
+
+    def send(self, key: str, value, dead: bool = False) -> None: ...
+
+    def recv(self, key: str): ...
+
+    def abort(self, error: BaseException) -> None: ...
+
+
 class Rendezvous:
-    def __init__(self, deadline: Deadline | None = None, gate: Gate | None = None):
+    """The in-process RendezvousProtocol."""
+
+    def __init__(self, deadline: Deadline | None = None, gate: Gate | None = None,
+                 step_id: int = 0):
         self._cond = threading.Condition()
         self._values: dict[str, collections.deque] = {}
         self._aborted: BaseException | None = None
         self._deadline = deadline
         self._gate = gate
+        self.step_id = step_id
         self.bytes_sent = 0
 
-    def send(self, key: str, value) -> None:
+    @property
+    def deadline(self) -> Deadline | None:
+        return self._deadline
+
+    def send(self, key: str, value, dead: bool = False) -> None:
+        if dead:
+            # Imported here: the kernels package imports the runtime.
+            from engine.kernels.control_flow import NO_VALUE
+            value = NO_VALUE
         with self._cond:
             if self._aborted is not None:
                 raise self._aborted

@@ -179,3 +179,62 @@ def test_error_in_one_partition_aborts_the_step():
                 sess.run(y)
             sess.run(v.initializer)
             assert sess.run(y).tolist() == [-1.0]
+
+
+# -- location policies ------------------------------------------------------------------------
+
+W0_CPU = "/job:worker/replica:0/task:0/device:CPU:0"
+W0_GPU = "/job:worker/replica:0/task:0/device:GPU:0"
+W1_CPU = "/job:worker/replica:0/task:1/device:CPU:0"
+TASK0, TASK1 = "/job:worker/replica:0/task:0", "/job:worker/replica:0/task:1"
+
+
+def two_task_client():
+    """a on task 0's CPU, b = a*2 on task 0's GPU, c = b+a on task 1's CPU; fetched on
+    task 0's CPU (the client). Placement is given directly, so no real devices are needed."""
+    g = tf.Graph()
+    with g.as_default():
+        a = tf.constant([1.0, 2.0], name="a")
+        b = tf.multiply(a, 2.0, name="b")
+        tf.add(b, a, name="c")
+    gd = g.as_graph_def()
+    placement = {n.name: W0_CPU for n in gd.node}
+    placement.update({"b": W0_GPU, "b/y": W0_GPU, "c": W1_CPU})
+    return prune(gd, placement, [], ["c:0"], [], W0_CPU)
+
+
+def test_by_task_names_the_task_of_a_device():
+    from engine.passes.partition import by_device, by_task
+    assert by_task(W0_GPU) == TASK0 and by_task(W1_CPU) == TASK1
+    assert by_device(W0_GPU) == W0_GPU
+
+
+def test_by_device_makes_one_partition_per_device():
+    result = partition(two_task_client())
+    assert sorted(result.partitions) == sorted([W0_CPU, W0_GPU, W1_CPU])
+    assert {(e.tensor, e.src_device, e.dst_device) for e in result.cut_edges} == {
+        ("a:0", W0_CPU, W0_GPU), ("a:0", W0_CPU, W1_CPU), ("b:0", W0_GPU, W1_CPU),
+        ("c:0", W1_CPU, W0_CPU)}
+
+
+def test_by_task_keeps_send_recv_between_devices_of_one_task():
+    from engine.passes.partition import by_task, key_of
+    result = partition(two_task_client(), location=by_task)
+    assert sorted(result.partitions) == [TASK0, TASK1]
+    # The same cut edges as by device: a same-task, cross-device edge (a -> b) still crosses
+    # by Send/Recv, as TF's per-task graphs do before the worker splits them by device.
+    assert {(e.tensor, e.src_device, e.dst_device) for e in result.cut_edges} == {
+        ("a:0", W0_CPU, W0_GPU), ("a:0", W0_CPU, W1_CPU), ("b:0", W0_GPU, W1_CPU),
+        ("c:0", W1_CPU, W0_CPU)}
+    task0 = {n.name: n for n in result.partitions[TASK0]}
+    assert task0["b"].device == W0_GPU and task0["a"].device == W0_CPU
+    assert task0["b"].input[0] != "a"        # a Recv on the GPU, not a direct edge
+    sends = [n for nodes in result.partitions.values() for n in nodes if n.op == "_Send"]
+    recvs = {n.attr["tensor_name"]: n for nodes in result.partitions.values() for n in nodes
+             if n.op == "_Recv"}
+    assert len(sends) == len(recvs) == 4
+    for send in sends:
+        recv = recvs[send.attr["tensor_name"]]
+        assert key_of(send) == key_of(recv) == send.meta["key"] == recv.meta["key"]
+        assert send.device == send.attr["send_device"]
+        assert recv.device == recv.attr["recv_device"]
