@@ -54,9 +54,41 @@ def _unbroadcast(grad_x, grad_y, x, y):
         gy = A.reshape(M.reduce_sum(grad_y, sorted(ry)), _static_shape(ys)) if ry else \
             _match_static(grad_y, ys)
         return gx, gy
+    rx, ry = _known_reduction_axes(xs, ys), _known_reduction_axes(ys, xs)
+    if rx is not None and ry is not None:
+        return _reduced_to(grad_x, rx, x), _reduced_to(grad_y, ry, y)
     sx, sy = A.shape(x), A.shape(y)
     rx, ry = M.broadcast_gradient_args(sx, sy)
     return A.reshape(M.reduce_sum(grad_x, rx), sx), A.reshape(M.reduce_sum(grad_y, ry), sy)
+
+
+def _known_reduction_axes(side, other) -> list[int] | None:
+    """The output axes `side` was broadcast along, when the static shapes settle them though
+    some dims are unknown (x [None, 128] + bias [128]: x none, bias axis 0); None when only
+    the run-time shapes can tell (an unknown dim facing an unknown or larger one)."""
+    if side.ndims is None or other.ndims is None:
+        return None
+    n = max(side.ndims, other.ndims)
+    mine, theirs = list(side.dims), list(other.dims)
+    lead, other_lead = n - len(mine), n - len(theirs)
+    axes = list(range(lead))
+    for i, d in enumerate(mine):
+        axis = lead + i
+        o = theirs[axis - other_lead] if axis >= other_lead else 1
+        if d == 1:
+            if o != 1:
+                axes.append(axis)    # summing a length-1 axis is harmless if o is 1 after all
+        elif d is None and o != 1:
+            return None
+    return axes
+
+
+def _reduced_to(grad, axes: list[int], like):
+    if not axes:
+        return grad
+    summed = M.reduce_sum(grad, axes)
+    shape = like.shape
+    return A.reshape(summed, _static_shape(shape) if shape.is_fully_defined() else A.shape(like))
 
 
 def _match_static(grad, shape):
