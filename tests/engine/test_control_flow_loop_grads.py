@@ -2,7 +2,8 @@
 reverse, reading per-iteration accumulators) against torch.autograd on the unrolled loop:
 a counting loop, loop invariants used every iteration, maximum_iterations, a cond in the
 body, a loop variable only the others depend on, on a virtual GPU, and training through a
-loop with GradientDescentOptimizer."""
+loop with GradientDescentOptimizer; TensorArray gradients (TensorArrayGradV3) and through
+them map_fn, scan and foldl."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import numpy as np
 import pytest
 import torch
 from grad_harness import DYNAMIC, check_gradients, grad_test, rand
+from kernel_harness import covers
 
 import engine as tf
 from engine import errors
@@ -191,3 +193,85 @@ def test_back_prop_false_stops_the_gradient():
         y = tf.while_loop(lambda i, v: i < 2, lambda i, v: (i + 1, v * x), [0, x],
                           back_prop=False)[1]
         assert tf.gradients(y, [x]) == [None]
+
+
+# -- TensorArray gradients ---------------------------------------------------------------------
+
+TA_RULES = ("TensorArrayReadV3", "TensorArrayWriteV3", "TensorArrayGatherV3",
+            "TensorArrayScatterV3")
+
+
+@covers("TensorArrayGradV3")
+def test_gradient_array_sums_writes_and_is_shared_per_source(runner):
+    """TF 2.21: two writes of [1,2] and [3,4] to index 1 of a size-3 array's gradient array
+    read back, through a second grad() of the same source, as [[0,0],[4,6],[0,0]]."""
+    with runner.scope():
+        ta = tf.TensorArray(tf.float32, size=3, element_shape=[2])
+        ta = ta.write(0, [1.0, 1.0]).write(1, [2.0, 2.0]).write(2, [3.0, 3.0])
+        g = ta.grad("gradients", flow=ta.flow)
+        g = g.write(1, [1.0, 2.0]).write(1, [3.0, 4.0])
+        again = ta.grad("gradients", flow=g.flow)
+        stacked = again.stack()
+    np.testing.assert_array_equal(runner.run(stacked), [[0, 0], [4, 6], [0, 0]])
+
+
+@grad_test("TensorArrayConcatV3", "TensorArraySplitV3")
+def test_tensor_array_split_and_concat_gradients():
+    x_val = rand(np.random.default_rng(7), (6, 2))
+
+    def tf_fn(x):
+        ta = tf.TensorArray(tf.float64, size=3, infer_shape=False).split(x, [1, 2, 3])
+        parts = tf.TensorArray(tf.float64, size=3, infer_shape=False)
+        parts = parts.write(0, ta.read(2) * 2.0).write(1, tf.sin(ta.read(0)))
+        parts = parts.write(2, tf.square(ta.read(1)))
+        return tf.reshape(parts.concat(), [6, 2])
+
+    def torch_fn(x):
+        return torch.cat([x[3:6] * 2.0, torch.sin(x[0:1]), x[1:3] ** 2])
+    check_gradients(tf_fn, torch_fn, [x_val])
+
+
+@grad_test(*LOOP_RULES, *TA_RULES)
+@DYNAMIC
+def test_map_fn_gradients(dynamic):
+    x_val = rand(np.random.default_rng(8), (5, 3))
+    w_val = rand(np.random.default_rng(9), (3,))
+
+    def tf_fn(x, w):
+        return tf.map_fn(lambda row: tf.sin(row) * w + row * row, x)
+
+    def torch_fn(x, w):
+        return torch.stack([torch.sin(r) * w + r * r for r in x])
+    check_gradients(tf_fn, torch_fn, [x_val, w_val], dynamic=dynamic)
+
+
+@grad_test(*LOOP_RULES, *TA_RULES)
+def test_scan_gradients():
+    x_val = rand(np.random.default_rng(10), (4, 2), -1.0, 1.0)
+    init_val = rand(np.random.default_rng(11), (2,))
+
+    def tf_fn(x, init):
+        return tf.scan(lambda acc, row: tf.tanh(acc * row + 0.3), x, initializer=init)
+
+    def torch_fn(x, init):
+        out, acc = [], init
+        for row in x:
+            acc = torch.tanh(acc * row + 0.3)
+            out.append(acc)
+        return torch.stack(out)
+    check_gradients(tf_fn, torch_fn, [x_val, init_val])
+
+
+@grad_test(*LOOP_RULES, "TensorArrayReadV3", "TensorArrayScatterV3")
+def test_foldl_gradients():
+    x_val = rand(np.random.default_rng(12), (5, 3), -1.0, 1.0)
+
+    def tf_fn(x):
+        return tf.foldl(lambda acc, row: acc * row + row, x, initializer=tf.ones([3], tf.float64))
+
+    def torch_fn(x):
+        acc = torch.ones(3, dtype=torch.float64)
+        for row in x:
+            acc = acc * row + row
+        return acc
+    check_gradients(tf_fn, torch_fn, [x_val])
