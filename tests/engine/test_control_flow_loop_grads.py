@@ -275,3 +275,20 @@ def test_foldl_gradients():
             acc = acc * row + row
         return acc
     check_gradients(tf_fn, torch_fn, [x_val])
+
+
+def test_a_loop_gradient_graph_round_trips_through_graph_def():
+    """Counters, accumulators and the gradient loop are plain ops with plain attrs: the
+    imported graph computes the same gradient."""
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.placeholder(tf.float32, [3], name="x")
+        w = tf.constant([0.5, 2.0, -1.0], name="w")
+        y = tf.while_loop(lambda i, y: i < 3, lambda i, y: (i + 1, y * w + 1.0), [0, x])[1]
+        dx = tf.gradients(tf.reduce_sum(y), [x])[0]
+        graph_def = g.as_graph_def()
+    with tf.Graph().as_default():
+        tf.import_graph_def(graph_def, name="")
+        with tf.Session() as sess:
+            got = sess.run(dx.name, {"x:0": [1.0, 2.0, 3.0]})
+    np.testing.assert_allclose(got, [0.125, 8.0, -1.0], rtol=1e-6)   # w ** 3
