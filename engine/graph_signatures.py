@@ -51,6 +51,7 @@ SIGNATURES = {
     "TensorArrayConcatV3": ("handle, flow_in -> value, lengths | dtype:type, "
                             "element_shape_except0=shape"),
     "TensorArrayGatherV3": "handle, indices, flow_in -> value | dtype:type, element_shape=shape",
+    "TensorArrayGradV3": "handle, flow_in -> grad_handle, flow_out | source:string",
     "TensorArrayReadV3": "handle, index, flow_in -> value | dtype:type",
     "TensorArrayScatterV3": "handle, indices, value, flow_in -> flow_out | T:type",
     "TensorArraySizeV3": "handle, flow_in -> size | ",

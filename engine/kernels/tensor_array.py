@@ -31,6 +31,25 @@ class TensorArrayStore:
         self.cleared = [False] * size
         self.closed = False
         self.device = device
+        self.grads: dict[str, TensorArrayStore] = {}
+        self.aggregate = False      # a gradient array sums the writes to one index
+
+    def gradient(self, source: str) -> TensorArrayStore:
+        """The gradient array of this one for the gradients call `source` (TF's
+        TensorArrayGradV3): same size and element shape, writes to an index summed."""
+        found = self.grads.get(source)
+        if found is None:
+            found = TensorArrayStore.__new__(TensorArrayStore)
+            found.__dict__.update(self.__dict__)
+            found.name = f"{self.name}@{source}"
+            found.values = [None] * len(self.values)
+            found.cleared = [False] * len(self.values)
+            found.closed = False
+            found.clear_after_read = True
+            found.grads = {}
+            found.aggregate = True
+            self.grads[source] = found
+        return found
 
     def _error(self, text: str, cls=errors.InvalidArgumentError):
         return cls(None, None, f"TensorArray {self.name}: {text}")
@@ -64,6 +83,9 @@ class TensorArrayStore:
         if self.cleared[index]:
             raise self._error(f"Could not write to TensorArray index {index} because it has "
                               "already been read.")
+        if self.values[index] is not None and self.aggregate:
+            self.values[index] = self.values[index] + value
+            return
         if self.values[index] is not None:
             raise self._error(f"Could not write to TensorArray index {index} because it has "
                               "already been written to.")
@@ -158,6 +180,15 @@ def tensor_array(node, ctx):
         if count < 0:
             raise errors.InvalidArgumentError(node, None, f"Size should be >= 0, got: {count}")
         return TensorArrayStore(node, count, device), _FLOW
+    return run
+
+
+@kernel("TensorArrayGradV3", CPU=_ANY, GPU=_ANY, host_memory=("handle", "grad_handle"))
+def tensor_array_grad(node, ctx):
+    source = node.attr["source"]
+
+    def run(handle, flow):
+        return handle.gradient(source), _FLOW
     return run
 
 

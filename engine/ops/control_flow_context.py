@@ -175,5 +175,9 @@ def check_input_from_valid_context(op: Operation, input_op: Operation) -> None:
                          "returns (or a tf.TensorArray written in it) instead.")
     if is_containing_context(while_ctxt, input_while_ctxt):
         return
+    # A gradient loop reads its forward loop's values (through per-iteration accumulators).
+    forward = getattr(while_ctxt, "forward_context", None)
+    if forward is not None and is_containing_context(forward, input_while_ctxt):
+        return
     raise ValueError(f"Cannot use '{input_op.name}' as input to '{op.name}' because they are in "
                      "different while loops.")

@@ -1,7 +1,8 @@
-"""The unrolled RNNs of TF1's rnn.py: tf.nn.static_rnn (with sequence_length: zero outputs
+"""The RNNs of TF1's rnn.py: the unrolled tf.nn.static_rnn (with sequence_length: zero outputs
 and the state carried through past each sequence's end), static_bidirectional_rnn and
-static_state_saving_rnn. One cell call per time step, all in the variable scope `rnn` (or
-the one given), which the cell's weights are shared across."""
+static_state_saving_rnn, one cell call per time step; and tf.nn.dynamic_rnn, one cell call in
+a tf.while_loop over TensorArrays (TF's _dynamic_rnn_loop). All in the variable scope `rnn`
+(or the one given), which the cell's weights are shared across."""
 
 from __future__ import annotations
 
@@ -9,14 +10,14 @@ from typing import Any
 
 from engine import dtypes, nest
 from engine.graph import Tensor, get_default_graph
-from engine.ops import array_ops
+from engine.ops import array_ops, reduction_ops
 from engine.ops import variable_scope as vs
 from engine.ops.core import convert_to_tensor
 from engine.ops.rnn_cell_impl import _concat, assert_like_rnncell
 from engine.shapes import TensorShape
 
 # The names tf.nn exports from this module (engine/nn.py star-imports it).
-__all__ = ["static_bidirectional_rnn", "static_rnn", "static_state_saving_rnn"]
+__all__ = ["dynamic_rnn", "static_bidirectional_rnn", "static_rnn", "static_state_saving_rnn"]
 
 
 def _infer_state_dtype(explicit_dtype, state):
@@ -234,3 +235,116 @@ def static_bidirectional_rnn(cell_fw, cell_bw, inputs, initial_state_fw=None,
     flat_outputs = tuple(array_ops.concat([fw, bw], 1) for fw, bw in
                          zip(nest.flatten(output_fw), nest.flatten(output_bw)))
     return nest.pack_sequence_as(output_fw, flat_outputs), output_state_fw, output_state_bw
+
+
+def _transpose_batch_time(x: Tensor) -> Tensor:
+    """[batch, time, ...] <-> [time, batch, ...] (TF's _transpose_batch_time)."""
+    rank = x.shape.ndims
+    if rank is not None and rank < 2:
+        raise ValueError(f"Expected input tensor {x} to have rank at least 2")
+    if rank is None:
+        perm = array_ops.concat([[1, 0], reduction_ops.range(2, reduction_ops.rank(x))], 0)
+    else:
+        perm = [1, 0] + list(range(2, rank))
+    out = array_ops.transpose(x, perm)
+    if rank is not None:
+        dims = list(x.shape.dims)
+        out.set_shape([dims[1], dims[0]] + dims[2:])
+    return out
+
+
+def dynamic_rnn(cell, inputs, sequence_length=None, initial_state=None, dtype=None,
+                parallel_iterations=None, swap_memory: bool = False, time_major: bool = False,
+                scope=None) -> tuple[Any, Any]:
+    """Runs `cell` over `inputs` ([batch, time, depth], or [time, batch, depth] when
+    `time_major`; nested structures too) in a tf.while_loop (ops in scope `rnn/while`).
+    Returns (outputs, final_state), outputs in the inputs' major order. With sequence_length
+    ([batch] ints), row b's outputs are zero from step sequence_length[b] on and its final
+    state is the one at its last step."""
+    assert_like_rnncell("cell", cell)
+    with vs.variable_scope(scope or "rnn") as varscope:
+        if varscope.caching_device is None:
+            varscope.set_caching_device(lambda op: op.device)
+        flat_input = [convert_to_tensor(x) for x in nest.flatten(inputs)]
+        if not time_major:
+            flat_input = [_transpose_batch_time(x) for x in flat_input]
+        parallel_iterations = parallel_iterations or 32
+        if sequence_length is not None:
+            sequence_length = array_ops.cast(sequence_length, dtypes.int32)
+            if sequence_length.shape.ndims not in (None, 1):
+                raise ValueError(f"sequence_length must be a vector of length batch_size, "
+                                 f"but saw shape: {sequence_length.shape}")
+            sequence_length = array_ops.identity(sequence_length, name="sequence_length")
+        fixed_batch = flat_input[0].shape.dims[1] if flat_input[0].shape.ndims else None
+        batch_size = fixed_batch if fixed_batch is not None else \
+            array_ops.shape(flat_input[0])[1]
+        if initial_state is not None:
+            state = initial_state
+        else:
+            if not dtype:
+                raise ValueError("If there is no initial_state, you must give a dtype.")
+            if getattr(cell, "get_initial_state", None) is not None:
+                state = cell.get_initial_state(inputs=None, batch_size=batch_size, dtype=dtype)
+            else:
+                state = cell.zero_state(batch_size, dtype)
+        packed = nest.pack_sequence_as(inputs, flat_input)
+        outputs, final_state = _dynamic_rnn_loop(cell, packed, state, parallel_iterations,
+                                                 swap_memory, sequence_length, dtype,
+                                                 fixed_batch, batch_size)
+        if not time_major:
+            outputs = nest.map_structure(_transpose_batch_time, outputs)
+        return outputs, final_state
+
+
+def _dynamic_rnn_loop(cell, inputs, initial_state, parallel_iterations, swap_memory,
+                      sequence_length, dtype, fixed_batch, batch_size):
+    """TF's _dynamic_rnn_loop: the inputs unstacked into TensorArrays, one cell call per
+    iteration, its output written to a TensorArray stacked after the loop."""
+    from engine.ops.tensor_array_ops import TensorArray
+    from engine.ops.while_loop import while_loop
+    flat_input = nest.flatten(inputs)
+    state_dtype = _infer_state_dtype(dtype, initial_state)
+    time_steps = array_ops.shape(flat_input[0])[0]
+    static_steps = flat_input[0].shape.dims[0] if flat_input[0].shape.ndims else None
+    flat_output_size = nest.flatten(cell.output_size)
+    zero_output = _zero_output(cell, batch_size, fixed_batch, dtype, initial_state) \
+        if sequence_length is not None else None
+    with get_default_graph().name_scope("dynamic_rnn") as scope:
+        base = scope.rstrip("/")
+        time = array_ops.constant(0, dtype=dtypes.int32, name="time")
+        output_tas = [TensorArray(state_dtype, size=time_steps,
+                                  element_shape=TensorShape(_concat(fixed_batch, size,
+                                                                    static=True)),
+                                  tensor_array_name=f"{base}/output_{i}")
+                      for i, size in enumerate(flat_output_size)]
+        input_tas = [TensorArray(x.dtype.base_dtype, size=time_steps,
+                                 element_shape=x.shape[1:],
+                                 tensor_array_name=f"{base}/input_{i}").unstack(x)
+                     for i, x in enumerate(flat_input)]
+
+    def body(time, output_tas, state):
+        step_input = nest.pack_sequence_as(inputs, [ta.read(time) for ta in input_tas])
+        for x, like in zip(nest.flatten(step_input), flat_input):
+            x.set_shape(like.shape[1:])
+        call_cell = lambda: cell(step_input, state)  # noqa: E731
+        if sequence_length is not None:
+            output, new_state = _rnn_step(time, sequence_length, zero_output, state,
+                                          call_cell)
+        else:
+            output, new_state = call_cell()
+        output_tas = [ta.write(time, out) for ta, out in zip(output_tas,
+                                                             nest.flatten(output))]
+        return time + 1, output_tas, new_state
+
+    _, final_tas, final_state = while_loop(
+        lambda time, *_: time < time_steps, body, (time, output_tas, initial_state),
+        parallel_iterations=parallel_iterations, maximum_iterations=time_steps,
+        swap_memory=swap_memory)
+    outputs = []
+    for ta in final_tas:
+        stacked = ta.stack()
+        out_shape = [static_steps] + list(ta.element_shape.dims or [])
+        if ta.element_shape.dims is not None:
+            stacked.set_shape(out_shape)
+        outputs.append(stacked)
+    return nest.pack_sequence_as(cell.output_size, outputs), final_state

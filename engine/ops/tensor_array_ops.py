@@ -75,6 +75,8 @@ register_op("TensorArrayScatterV3", lambda op: (_check_handle(op), [_FLOW])[1], 
 register_op("TensorArraySizeV3", _size_infer, stateful=True)
 register_op("TensorArrayConcatV3", _concat_infer, stateful=True)
 register_op("TensorArraySplitV3", lambda op: (_check_handle(op), [_FLOW])[1], stateful=True)
+register_op("TensorArrayGradV3", lambda op: (_check_handle(op), [(dtypes.resource, _SCALAR),
+                                                                _FLOW])[1], stateful=True)
 register_op("TensorArrayCloseV3", lambda op: (_check_handle(op), [])[1], stateful=True)
 
 
@@ -281,6 +283,26 @@ class TensorArray:
                                     [self._handle, value, lengths, self._flow],
                                     {"T": self._dtype}, "TensorArraySplitV3").outputs[0]
         return self.with_flow(flow)
+
+    def grad(self, source: str, flow=None, name=None) -> TensorArray:
+        """The gradient array of this one for the gradients call `source` (made on first
+        use at run time, same size; writes to one index add up)."""
+        g = self._handle.graph
+        flow = self._flow if flow is None else flow
+        with g.as_default(), g.name_scope(name or "TensorArrayGrad"), \
+                g.colocate_with(self._handle):
+            op = self._create("TensorArrayGradV3", [self._handle, flow], {"source": source},
+                              "TensorArrayGradV3")
+            from engine.ops.array_ops import identity
+            with g.control_dependencies([op.outputs[0]]):
+                flow = identity(flow, name="gradient_flow")
+        grad = TensorArray(dtype=self._dtype, handle=op.outputs[0], flow=flow,
+                           infer_shape=self._infer_shape,
+                           colocate_with_first_write_call=False)
+        grad._element_shape = self._element_shape
+        grad._size = self._size
+        grad._dynamic_size = self._dynamic_size
+        return grad
 
     def identity(self) -> TensorArray:
         from engine.ops.array_ops import identity

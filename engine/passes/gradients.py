@@ -10,6 +10,7 @@ import contextlib
 from engine import dtypes
 from engine.graph import Operation, Tensor
 from engine.ops import array_ops, math_ops
+from engine.ops import control_flow_state as cfs
 from engine.ops import grads as _grads  # noqa: F401 - installs the gradient table
 from engine.ops.control_flow_ops import tuple as gate_tuple
 from engine.ops.core import convert_to_tensor, graph_of
@@ -138,9 +139,11 @@ def gradients(ys, xs, grad_ys=None, name: str = "gradients",
     xs = _as_tensor_list(xs)
     stop_ops = {t.op for t in _as_tensor_list(stop_gradients or [])}
     g = graph_of(ys + xs)
-    with g.as_default(), g.name_scope(name):
+    with g.as_default(), g.name_scope(name), cfs.gradient_states():
         grad_ys = _default_grad_ys(ys, grad_ys)
         between = _between_ops([y.op for y in ys], [x.op for x in xs])
+        unused_exits = cfs.unused_loop_exits(between) if g._control_flow_used else []
+        between.update(unused_exits)
         x_ops = {x.op for x in xs}
         pending = collections.Counter()
         for op in between:
@@ -150,38 +153,48 @@ def gradients(ys, xs, grad_ys=None, name: str = "gradients",
         grads: dict[Tensor, list[Tensor]] = {}
         for y, gy in zip(ys, grad_ys):
             grads.setdefault(y, []).append(gy)
+        for op in unused_exits:
+            if op.outputs[0].dtype.base_dtype in dtypes.FLOATS:
+                grads[op.outputs[0]] = [array_ops.zeros_like(op.outputs[0])]
         queue = collections.deque(op for op in {y.op for y in ys}
                                   if pending[op] == 0 and op in between)
+        queue.extend(op for op in unused_exits if pending[op] == 0)
         seen = set()
         while queue:
             op = queue.popleft()
-            if op in seen:
+            # A loop's Switch is visited once per gradient that reaches it (the Exit's, then
+            # the body's).
+            loop_switch = cfs.is_loop_switch(op)
+            if op in seen and not loop_switch:
                 continue
             seen.add(op)
             # TF sums an op's output gradients inside its colocation too, so a gradient
             # summed from several consumers stays on the op's device.
             with g.colocate_with(op) if colocate_gradients_with_ops else \
-                    contextlib.nullcontext():
+                    contextlib.nullcontext(), cfs.in_grad_context(op, before=True):
                 out_grads = [_aggregate(grads.get(t, []), aggregation_method, op)
                              for t in op.outputs]
             # Keep the sum, so an x that is also on the path is not summed a second time.
             for t, total in zip(op.outputs, out_grads):
                 if total is not None:
                     grads[t] = [total]
-            in_grads = _backprop_op(g, op, out_grads, x_ops, between, stop_ops,
-                                    colocate_gradients_with_ops, gate_gradients)
+            with cfs.in_grad_context(op, before=False):
+                in_grads = _backprop_op(g, op, out_grads, x_ops, between, stop_ops,
+                                        colocate_gradients_with_ops, gate_gradients,
+                                        loop_switch)
             for t, gi in zip(op.inputs, in_grads):
                 if gi is not None:
                     grads.setdefault(t, []).append(gi)
                 if t.op in between:
                     pending[t.op] -= 1
-                    if pending[t.op] == 0:
+                    if pending[t.op] == 0 or (pending[t.op] > 0 and
+                                              cfs.is_loop_switch(t.op)):
                         queue.append(t.op)
         return [_aggregate(grads.get(x, []), aggregation_method, x.op) for x in xs]
 
 
 def _backprop_op(g, op: Operation, out_grads, x_ops, between, stop_ops, colocate: bool,
-                 gate: bool):
+                 gate: bool, loop_switch: bool = False):
     """Runs op's gradient rule in scope `<op>_grad`; [None]*inputs when nothing flows."""
     nothing = [None] * len(op.inputs)
     if op in stop_ops or all(gr is None for gr in out_grads):
@@ -195,7 +208,8 @@ def _backprop_op(g, op: Operation, out_grads, x_ops, between, stop_ops, colocate
         raise LookupError(f"No gradient defined for operation '{op.name}' (op type: {op.type})")
     scope_ctx = g.colocate_with(op) if colocate else contextlib.nullcontext()
     with scope_ctx, g.name_scope(f"{op.name}_grad"):
-        filled = [gr if gr is not None else _zeros_for(op, i)
+        # A loop Switch's missing gradient is not zeros: it has not arrived yet.
+        filled = [gr if gr is not None or loop_switch else _zeros_for(op, i)
                   for i, gr in enumerate(out_grads)]
         in_grads = list(op_def.gradient(op, *filled))
         if len(in_grads) != len(op.inputs):
@@ -219,5 +233,9 @@ def _needed(op: Operation, in_grads: list, between) -> list:
 def _zeros_for(op: Operation, index: int):
     t = op.outputs[index]
     if t.dtype.base_dtype in dtypes.FLOATS or t.dtype.is_complex:
+        if op.graph._control_flow_used:
+            in_loop = cfs.cond_switch_zeros(op, index)
+            if in_loop is not None:
+                return in_loop
         return array_ops.zeros_like(t)
     return None

@@ -88,11 +88,3 @@ def test_only_the_taken_branch_gradient_ops_run():
     assert any(name.startswith("gradients/cond/Exp_grad") for name in ran)
     assert not any(name.startswith("gradients/cond/Sin_grad") for name in ran)
 
-
-def test_gradients_through_a_while_loop_are_not_there_yet():
-    with tf.Graph().as_default():
-        x = tf.placeholder(tf.float32, [])
-        r = tf.while_loop(lambda i, v: i < 3, lambda i, v: (i + 1, v * x), [0, 1.0])
-        with pytest.raises(LookupError, match=r"No gradient defined for operation "
-                                              r"'while/Exit_1' \(op type: Exit\)"):
-            tf.gradients(r[1], [x])
