@@ -12,9 +12,7 @@ Usage: python bench/bench_rnn.py [--repeats N] [--inner N]"""
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
-import time
 import warnings
 from pathlib import Path
 
@@ -24,28 +22,11 @@ import torch
 # This checkout's engine, not whichever one the venv has installed.
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT)]
+from bench_training import paired_medians  # noqa: E402  (alternated blocks, median ratio)
+
 import engine as tf  # noqa: E402
 
 BATCH, STEPS, DEPTH, UNITS, CLASSES = 32, 28, 28, 128, 10
-
-
-def seconds_per_call(fn, inner: int) -> float:
-    start = time.perf_counter()
-    for _ in range(inner):
-        fn()
-    return (time.perf_counter() - start) / inner
-
-
-def paired_medians(peer, ours, repeats: int, inner: int) -> tuple[float, float, float]:
-    """(peer s, ours s, ratio): blocks of `inner` calls of each, alternated, so load from
-    other processes falls on both sides alike; the ratio is the median of the blocks'."""
-    for _ in range(3):
-        peer()
-        ours()
-    pairs = [(seconds_per_call(peer, inner), seconds_per_call(ours, inner))
-             for _ in range(repeats)]
-    return (statistics.median(p for p, _ in pairs), statistics.median(o for _, o in pairs),
-            statistics.median(o / p for p, o in pairs))
 
 
 def batch(seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
