@@ -24,9 +24,9 @@ def _children(structure) -> list:
 
 def _sequence_like(instance, items: list):
     """A structure of `instance`'s kind holding `items` (in flatten order)."""
-    if isinstance(instance, dict):
-        keys = sorted(instance)
-        return type(instance)((k, v) for k, v in zip(keys, items))
+    if isinstance(instance, dict):    # values come in sorted-key order; keep the dict's own
+        by_key = dict(zip(sorted(instance), items))
+        return type(instance)((k, by_key[k]) for k in instance)
     if _is_namedtuple(instance):
         return type(instance)(*items)
     if isinstance(instance, tuple):

@@ -1,59 +1,12 @@
-"""Nested structures of values (TF's `nest`): lists, tuples, namedtuples and dicts (by sorted
-key) are structure, everything else is a leaf. Control flow uses it for the loop variables and
-branch results users pass as structures."""
+"""What control flow needs of nested structures (loop variables and branch results): tf.nest's
+flatten and pack_sequence_as (engine/nest.py), and assert_same_structure / map_structure with
+TF's check_types=False semantics and its full mismatch message."""
 
 from __future__ import annotations
 
+from engine.nest import _children, flatten, is_nested, pack_sequence_as
 
-def is_nested(value) -> bool:
-    return isinstance(value, (list, tuple, dict))
-
-
-def _children(value) -> list:
-    if isinstance(value, dict):
-        return [value[k] for k in sorted(value)]
-    return list(value)
-
-
-def flatten(structure) -> list:
-    """The leaves of `structure`, depth first (dicts in sorted key order)."""
-    if not is_nested(structure):
-        return [structure]
-    out = []
-    stack = [structure]
-    while stack:
-        value = stack.pop()
-        if is_nested(value):
-            stack.extend(reversed(_children(value)))
-        else:
-            out.append(value)
-    return out
-
-
-def _rebuild(like, children: list):
-    if isinstance(like, dict):
-        keyed = dict(zip(sorted(like), children))
-        return type(like)((k, keyed[k]) for k in like)
-    if isinstance(like, tuple) and hasattr(like, "_fields"):
-        return type(like)(*children)
-    return type(like)(children)
-
-
-def pack_sequence_as(structure, flat_sequence):
-    """`flat_sequence`'s values in the shape of `structure`."""
-    flat = list(flat_sequence)
-    leaves = len(flatten(structure))
-    if leaves != len(flat):
-        raise ValueError(f"Could not pack sequence. Structure had {leaves} elements, but "
-                         f"flat_sequence had {len(flat)} elements.  Structure: {structure!r}, "
-                         f"flat_sequence: {flat!r}.")
-    position = iter(flat)
-
-    def pack(like):
-        if not is_nested(like):
-            return next(position)
-        return _rebuild(like, [pack(c) for c in _children(like)])
-    return pack(structure)
+__all__ = ["assert_same_structure", "flatten", "is_nested", "map_structure", "pack_sequence_as"]
 
 
 def _shape_text(value) -> str:
