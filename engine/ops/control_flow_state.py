@@ -119,12 +119,7 @@ class GradLoopState:
         zero = make_constant(0, dtype=dtypes.int32, name="f_count")
         forward.enter()
         try:
-            forward.add_name(zero.name)
-            entered = cfo.enter(zero, forward.name, is_constant=False,
-                                parallel_iterations=forward.parallel_iterations,
-                                name="f_count")
-            forward.loop_enters.append(entered)
-            merged = cfo.merge([entered, entered], name="f_count")[0]
+            merged = _entered_loop_value(forward, zero, "f_count")
             false_out, true_out = switch_ref_or_tensor(merged, forward.pivot, name="f_count")
             self.forward_index = true_out
             following = math_ops.add(true_out, 1, name="f_count")
@@ -132,10 +127,7 @@ class GradLoopState:
             # so a write on an untaken cond branch does not kill the counter).
             self.forward_sync = cfo.control_trigger(name="f_sync")
             following.op._add_control_input(self.forward_sync)
-            merged.op._update_input(1, cfo.next_iteration(following, name="f_count"))
-            total = cfo.exit(false_out, name="f_count")
-            forward.loop_exits.append(total)
-            forward.exit_result([total])
+            total = _close_loop_value(forward, merged, following, false_out, "f_count")
         finally:
             forward.exit()
         return total
@@ -147,20 +139,13 @@ class GradLoopState:
         one = make_constant(1, dtype=dtypes.int32, name="b_count")
         ctxt.enter()
         try:
-            ctxt.add_name(total.name)
-            entered = cfo.enter(total, ctxt.name, is_constant=False,
-                                parallel_iterations=ctxt.parallel_iterations, name="b_count")
-            ctxt.loop_enters.append(entered)
-            merged = cfo.merge([entered, entered], name="b_count")[0]
+            merged = _entered_loop_value(ctxt, total, "b_count")
             ctxt.pivot_for_pred = merged
             ctxt.pivot = cfo.loop_cond(math_ops.greater_equal(merged, one), name="b_count")
             false_out, true_out = switch_ref_or_tensor(merged, ctxt.pivot, name="b_count")
             index = math_ops.subtract(true_out, one, name="b_count")
             ctxt.pivot_for_body = index
-            merged.op._update_input(1, cfo.next_iteration(index, name="b_count"))
-            done = cfo.exit(false_out, name="b_count")
-            ctxt.loop_exits.append(done)
-            ctxt.exit_result([done])
+            _close_loop_value(ctxt, merged, index, false_out, "b_count")
         finally:
             ctxt.exit()
         return index
@@ -221,23 +206,36 @@ class GradLoopState:
                 start = zeros_like(op.inputs[0], name="b_acc")
                 ctxt.enter()
                 try:
-                    ctxt.add_name(start.name)
-                    entered = cfo.enter(start, ctxt.name, is_constant=False,
-                                        parallel_iterations=ctxt.parallel_iterations,
-                                        name="b_acc")
-                    ctxt.loop_enters.append(entered)
-                    merged = cfo.merge([entered, entered], name="b_acc")[0]
+                    merged = _entered_loop_value(ctxt, start, "b_acc")
                     false_out, true_out = switch_ref_or_tensor(merged, ctxt.pivot, name="b_acc")
                     total = math_ops.add(true_out, grad)
-                    merged.op._update_input(1, cfo.next_iteration(total, name="b_acc"))
-                    result = cfo.exit(false_out, name="b_acc")
-                    ctxt.loop_exits.append(result)
-                    ctxt.exit_result([result])
+                    result = _close_loop_value(ctxt, merged, total, false_out, "b_acc")
                 finally:
                     ctxt.exit()
         finally:
             graph._set_control_flow_context(saved)
         return result
+
+
+def _entered_loop_value(ctxt, start: Tensor, name: str) -> Tensor:
+    """A loop-carried value the gradient machinery adds to loop `ctxt` (entered, so called
+    inside it): Enter(start) -> Merge, whose second input _close_loop_value wires."""
+    ctxt.add_name(start.name)
+    entered = cfo.enter(start, ctxt.name, is_constant=False,
+                        parallel_iterations=ctxt.parallel_iterations, name=name)
+    ctxt.loop_enters.append(entered)
+    return cfo.merge([entered, entered], name=name)[0]
+
+
+def _close_loop_value(ctxt, merged: Tensor, following: Tensor, false_out: Tensor,
+                      name: str) -> Tensor:
+    """Feeds the next iteration's value back into `merged` and exits the loop with the value
+    the loop's Switch lets out."""
+    merged.op._update_input(1, cfo.next_iteration(following, name=name))
+    result = cfo.exit(false_out, name=name)
+    ctxt.loop_exits.append(result)
+    ctxt.exit_result([result])
+    return result
 
 
 @contextlib.contextmanager
