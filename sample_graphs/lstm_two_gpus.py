@@ -7,7 +7,11 @@ each step between the two devices. Only the import differs from a TensorFlow 1.x
 `--virtual-gpus 2` (this engine only, the default here) gives a CPU-only machine two GPUs;
 pass `--virtual-gpus 0` to run it on TensorFlow with allow_soft_placement.
 
-Usage: python sample_graphs/lstm_two_gpus.py [--steps 300] [--logdir /tmp/lstm_two_gpus]"""
+With `--rnn dynamic` the layers run in tf.nn.dynamic_rnn's while loop instead: each device
+runs its own copy of the loop's control, and the hand-offs cross once per iteration.
+
+Usage: python sample_graphs/lstm_two_gpus.py [--steps 300] [--logdir /tmp/lstm_two_gpus]
+                                             [--rnn static|dynamic]"""
 
 from __future__ import annotations
 
@@ -42,16 +46,19 @@ def static_rnn_batch_major(cell, inputs, dtype):
         return tf.stack(outputs, axis=1), state
 
 
-def build_model(units: int = 32, learning_rate: float = 0.02):
+def build_model(units: int = 32, learning_rate: float = 0.02, rnn: str = "static"):
+    """rnn="static" unrolls the 20 steps (static_rnn); "dynamic" runs them in a while loop
+    (dynamic_rnn), whose body, and whose gradient loop's body, spans the two devices."""
     inputs = tf.placeholder(tf.float32, [None, STEPS_PER_SEQUENCE, 1], name="inputs")
     targets = tf.placeholder(tf.float32, [None, STEPS_PER_SEQUENCE], name="targets")
     cell = tf.nn.rnn_cell.MultiRNNCell([
         tf.nn.rnn_cell.DeviceWrapper(tf.nn.rnn_cell.LSTMCell(units), "/gpu:0"),
         tf.nn.rnn_cell.DeviceWrapper(tf.nn.rnn_cell.LSTMCell(units), "/gpu:1"),
     ])
-    outputs, _ = static_rnn_batch_major(cell, inputs, dtype=tf.float32)
-    # the same model as a loop instead of unrolled steps:
-    #   outputs, _ = tf.nn.dynamic_rnn(cell, inputs, dtype=tf.float32)
+    if rnn == "dynamic":
+        outputs, _ = tf.nn.dynamic_rnn(cell, inputs, dtype=tf.float32)
+    else:
+        outputs, _ = static_rnn_batch_major(cell, inputs, dtype=tf.float32)
     with tf.device("/gpu:1"):
         flat = tf.reshape(outputs, [-1, units])
         predictions = tf.reshape(tf.layers.dense(flat, 1, name="readout"),
@@ -67,7 +74,7 @@ def build_model(units: int = 32, learning_rate: float = 0.02):
 
 
 def train(logdir: str | None = None, steps: int = 300, batch_size: int = 32, seed: int = 0,
-          config=None) -> dict:
+          config=None, rnn: str = "static") -> dict:
     """Trains for `steps` steps; returns the MSE on a fresh test batch before and after, the
     MSE of predicting the last input again (the baseline to beat), and the graph."""
     rng = np.random.RandomState(seed)
@@ -75,7 +82,7 @@ def train(logdir: str | None = None, steps: int = 300, batch_size: int = 32, see
     graph = tf.Graph()
     with graph.as_default():
         tf.set_random_seed(seed)
-        model = build_model()
+        model = build_model(rnn=rnn)
         test = {model["inputs"]: test_x, model["targets"]: test_y}
         config = config or tf.ConfigProto(allow_soft_placement=True)
         writer = tf.summary.FileWriter(logdir, graph) if logdir else None
@@ -104,11 +111,13 @@ def main(argv=None) -> None:
     parser.add_argument("--logdir", default="/tmp/lstm_two_gpus")
     parser.add_argument("--virtual-gpus", type=int, default=2,
                         help="this engine only: give the session N (virtual) GPUs")
+    parser.add_argument("--rnn", choices=("static", "dynamic"), default="static",
+                        help="unrolled steps (static_rnn) or a while loop (dynamic_rnn)")
     args = parser.parse_args(argv)
     config = tf.ConfigProto(allow_soft_placement=True)
     if args.virtual_gpus:
         config = tf.ConfigProto(allow_soft_placement=True, virtual_gpus=args.virtual_gpus)
-    result = train(args.logdir, args.steps, config=config)
+    result = train(args.logdir, args.steps, config=config, rnn=args.rnn)
     print(f"test MSE {result['mse_before']:.4f} -> {result['mse_after']:.4f} "
           f"(repeating the last noisy input: {result['copy_last_input_mse']:.4f})")
 

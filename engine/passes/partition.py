@@ -14,6 +14,7 @@ import numpy as np
 
 from engine import dtypes
 from engine.graph_def import NodeDef, parse_input, tensor_spelling
+from engine.passes.cross_device_loops import is_control_loop_merge
 from engine.passes.prune import ClientGraph
 from engine.shapes import TensorShape
 
@@ -76,6 +77,7 @@ class _Partitioner:
         self.edge_of: dict[tuple, int] = {}
         self.counter = 0
         self.edge_id = 0
+        self.loop_control: str | None = None       # of the node being partitioned
 
     def emit(self, device: str, node: NodeDef) -> None:
         self.partitions.setdefault(self.location(device), []).append(node)
@@ -89,23 +91,35 @@ class _Partitioner:
         devices = self.client.devices
         for n in self.client.nodes:
             dst_device = devices[n.name]
-            inputs = []
+            inputs, self.loop_control = [], self.control_loop_input(n)
+            made_recvs = len(self.cut_edges)
             for spelling in n.input:
                 self.edge_id += 1
                 src, index = parse_input(spelling)
                 src_device = devices[src]
                 if src_device == dst_device:
-                    inputs.append(spelling)
+                    if index >= 0 or src != self.loop_control:
+                        inputs.append(spelling)
                 elif index < 0:
                     inputs.append("^" + self.control_transfer(src, src_device, dst_device, n))
                 else:
                     inputs.append(self.data_transfer(src, index, src_device, dst_device, n))
+            if self.loop_control and made_recvs == len(self.cut_edges):
+                inputs.append("^" + self.loop_control)   # TF adds back the unused edge
             self.emit(dst_device, NodeDef(n.name, n.op, inputs, dst_device, n.attr,
                                           n.output_dtypes, n.output_shapes, n.meta))
         edges = [CutEdge(e.tensor, e.src_device, e.dst_device, e.send_node, e.recv_node, e.key,
                          e.dtype, e.shape, tuple(consumers))
                  for e, consumers in zip(self.cut_edges, self.edge_consumers)]
         return PartitionResult(self.partitions, edges)
+
+    def control_loop_input(self, n: NodeDef) -> str | None:
+        """The control loop Merge (engine/passes/cross_device_loops.py) that `n` takes a
+        control input from, if any: it moves onto the Recvs made for `n`."""
+        for src in n.control_inputs():
+            if is_control_loop_merge(self.by_name[src]):
+                return src
+        return None
 
     def data_transfer(self, src: str, index: int, src_device: str, dst_device: str,
                       consumer: NodeDef) -> str:
@@ -153,7 +167,8 @@ class _Partitioner:
         send, recv = self.new_name(src), self.new_name(src)
         self.emit(src_device, NodeDef(send, "_Send", [spelling], src_device,
                                       {"T": dtype, **attrs}, (), (), {"key": key}))
-        self.emit(dst_device, NodeDef(recv, "_Recv", [], dst_device,
+        controls = [f"^{self.loop_control}"] if self.loop_control else []
+        self.emit(dst_device, NodeDef(recv, "_Recv", controls, dst_device,
                                       {"tensor_type": dtype, **attrs}, (dtype,), (shape,),
                                       {"key": key}))
         self.edge_consumers.append([])

@@ -46,6 +46,8 @@ from engine.runtime.frames import (
 )
 from engine.runtime.rendezvous import Deadline
 
+_NOT_RECEIVED = object()
+
 
 class DynamicPartition:
     """A partition run by the dynamic executor (see the module docstring); implements
@@ -63,7 +65,7 @@ class DynamicPartition:
         self.items = [Item(i, n) for i, n in enumerate(self.nodes)]
         self._by_name = {n.name: item for n, item in zip(self.nodes, self.items)}
         in_edges = link(self.items, self._by_name)
-        self.frames = assign_frames(self.items, in_edges)
+        self.frames = assign_frames(self.items)
         self._bind_kernels(ctx)
         self.roots = layout(self.items, in_edges)
         self.num_kernels = sum(1 for item in self.items if item.traced)
@@ -125,11 +127,6 @@ def _check_inside_frame(item: Item) -> None:
             node, None, f"Cannot fetch '{fetch}': it is computed inside the while loop "
                         f"'{item.frame.name}', once per iteration. Fetch a value the loop "
                         "returns, or collect the per-iteration values in a tf.TensorArray.")
-    if item.kind in (SEND, RECV):
-        raise errors.UnimplementedError(
-            node, None, f"The while loop '{item.frame.name}' spans devices: a value inside it "
-                        f"crosses from {node.attr['send_device']} to {node.attr['recv_device']} "
-                        f"({node.attr['tensor_name']}); see check_transfers_outside_loops.")
 
 
 class _Iteration:
@@ -198,16 +195,16 @@ class _Step:
                 kind = item.kind
                 if plain and kind == KERNEL and not tagged[3] and item.fast:
                     self._run_plain(item, tagged[1], tagged[2])
-                elif kind == RECV and not tagged[3]:
+                elif kind == RECV:
                     waiting.append(tagged)
                 else:
                     self._process(tagged)
             if not waiting:
                 return
-            # Block on the earliest Recv (partitioner order) only when nothing else can run:
-            # its Send precedes it in the global order, so no partition waits in a cycle.
-            first = min(range(len(waiting)), key=lambda i: waiting[i][0].id)
-            self._process(waiting.pop(first))
+            # Nothing else can run: wait for whichever pending Recv's value comes first (a
+            # loop's transfers of several iterations may arrive in any order).
+            index, value = self.rendezvous.recv_any([self.key(*t[:3]) for t in waiting])
+            self._process(waiting.pop(index), value)
 
     def _run_plain(self, item: Item, frame: _Frame, it: _Iteration) -> None:
         """The common case, kept short: a live kernel node reading no refs, in an untraced,
@@ -251,7 +248,8 @@ class _Step:
         if activated != 1 and self._adjust(frame, it, activated - 1):
             self._frame_done(frame)
 
-    def _process(self, tagged) -> None:
+    def _process(self, tagged, received=_NOT_RECEIVED) -> None:
+        """Runs one node; a Recv whose value has come (`received`) takes it."""
         item, frame, it, dead = tagged
         n = item.num_inputs
         if n:
@@ -265,13 +263,14 @@ class _Step:
             outputs = item.dead_outputs
         else:
             try:
-                outputs, dead = self._compute(item, frame, it, args, dead)
+                outputs, dead = self._compute(item, frame, it, args, dead, received)
             except BaseException as e:
                 traceback.clear_frames(e.__traceback__)   # the error must not hold tensors
                 raise node_failure(e, item.node, self.part.device) from e
         self._propagate(item, frame, it, dead, outputs)
 
-    def _compute(self, item: Item, frame: _Frame, it: _Iteration, args: list, dead: bool):
+    def _compute(self, item: Item, frame: _Frame, it: _Iteration, args: list, dead: bool,
+                 received=_NOT_RECEIVED):
         for slot in item.reads:
             if args[slot] is not NO_VALUE:
                 args[slot] = args[slot].read()
@@ -289,7 +288,8 @@ class _Step:
             self.rendezvous.send(self.key(item, frame, it), NO_VALUE if dead else args[0])
             outputs = ()
         elif kind == RECV:
-            value = self.rendezvous.recv(self.key(item, frame, it))
+            value = self.rendezvous.recv(self.key(item, frame, it)) \
+                if received is _NOT_RECEIVED else received
             if value is NO_VALUE:
                 outputs, dead = item.dead_outputs, True
             else:

@@ -5,15 +5,13 @@ pending-count layout, and the frame_id:iteration part of a transfer's rendezvous
 
 from __future__ import annotations
 
-import collections
 import hashlib
 
 from engine import errors
 from engine.graph_def import NodeDef, parse_input
 from engine.kernels.control_flow import NO_VALUE
+from engine.passes.control_flow_info import ROOT_FRAME, control_flow_info, has_loops
 from engine.runtime.executor import ref_input_slots
-
-ROOT_FRAME = ""
 
 # Node kinds, by how the executor treats them.
 KERNEL, CONST, ARG, RETVAL, SEND, RECV, MERGE, ENTER, EXIT, NEXT, TRIGGER = range(11)
@@ -97,98 +95,41 @@ def link(items: list[Item], by_name: dict[str, Item]) -> list[list[tuple]]:
 
 
 def frames_of(nodes: list[NodeDef]) -> dict[str, str]:
-    """The frame (while loop) each node runs in, "" for the top level, by the executor's
-    rules: an Enter runs in the parent frame and feeds its frame_name, an Exit runs in the
-    loop's frame and feeds the parent. Raises TF's errors for an invalid loop structure."""
-    items = [Item(i, n) for i, n in enumerate(nodes)]
-    by_name = {n.name: item for n, item in zip(nodes, items)}
-    assign_frames(items, link(items, by_name))
-    return {item.node.name: item.frame.name for item in items}
-
-
-def check_transfers_outside_loops(nodes: list[NodeDef], cut_edges) -> None:
-    """The seam for loops across devices. A transfer's key already carries
-    frame_id:iteration (rendezvous_key_in), but the partitioner does not yet give each
-    device its own copy of the loop's control structure (TF's AddControlFlow), so a value
-    crossing devices inside a loop is refused here, naming the loop and the devices."""
-    if not any(n.op in ("Enter", "RefEnter") for n in nodes):
-        return
-    frames = frames_of(nodes)
-    for edge in cut_edges:
-        inside = [c for c in edge.consumers if frames.get(c, ROOT_FRAME) != ROOT_FRAME]
-        if inside:
-            raise errors.UnimplementedError(
-                None, None, f"The while loop '{frames[inside[0]]}' spans devices: "
-                            f"{edge.tensor} on {edge.src_device} feeds '{inside[0]}' on "
-                            f"{edge.dst_device} inside the loop. Loops whose body spans "
-                            "devices are not supported yet; place the loop's ops on one "
-                            "device with tf.device.")
+    """The frame (while loop) each node runs in, "" for the top level (see
+    engine/passes/control_flow_info.py). Raises TF's errors for an invalid loop structure."""
+    return control_flow_info(nodes).frame_of
 
 
 def check_feeds_outside_loops(nodes: list[NodeDef], feeds) -> None:
     """TF's prevent_feeding for loops: a tensor computed inside a while loop has one value
     per iteration, so it cannot be fed (an Enter's output included)."""
-    if not feeds or not any(n.op in ("Enter", "RefEnter") for n in nodes):
+    if not feeds or not has_loops(nodes):
         return
-    items = [Item(i, n) for i, n in enumerate(nodes)]
-    by_name = {n.name: item for n, item in zip(nodes, items)}
     try:
-        assign_frames(items, link(items, by_name))
+        info = control_flow_info(nodes)
     except errors.OpError:
         return      # an invalid loop elsewhere in the graph is reported where it runs
+    by_name = {n.name: n for n in nodes}
     for feed in feeds:
-        item = by_name.get(feed.rpartition(":")[0] or feed)
-        if item is None:
+        node = by_name.get(feed.rpartition(":")[0] or feed)
+        if node is None:
             continue
-        inside = (item.child.name if item.kind == ENTER else
-                  item.frame.parent or ROOT_FRAME if item.kind == EXIT else item.frame.name)
+        inside = info.output_frame(node)
         if inside != ROOT_FRAME:
             raise ValueError(f"Tensor {feed} may not be fed: it is computed inside the while "
                              f"loop '{inside}', once per iteration.")
 
 
-def assign_frames(items: list[Item], in_edges) -> dict[str, FrameInfo]:
-    """TF's BuildControlFlowInfo: a breadth-first walk from the roots; an Enter's consumers
-    are in its frame_name, an Exit's in the parent of its frame. A node reached from two
-    frames is refused with TF's message."""
+def assign_frames(items: list[Item]) -> dict[str, FrameInfo]:
+    """Each item's frame (and an Enter's child frame), by the control-flow info pass."""
+    info = control_flow_info([item.node for item in items])
     frames = {ROOT_FRAME: FrameInfo(ROOT_FRAME, None)}
-    first_from: dict[int, Item] = {}
-    queue = collections.deque(item for item in items if not in_edges[item.id])
-    for item in queue:
-        item.frame = frames[ROOT_FRAME]
-    while queue:
-        item = queue.popleft()
-        here = item.frame
-        if item.kind == ENTER:
-            name = item.node.attr.get("frame_name", "")
-            if not name:
-                raise errors.InvalidArgumentError(
-                    item.node, None, f"The Enter node {item.node.name} must have a frame name.")
-            here = frames.setdefault(name, FrameInfo(name, item.frame.name))
-            if here.parent != item.frame.name:
-                raise errors.InternalError(
-                    item.node, None, f"Invalid loop structure: Mismatched parent frames for "
-                                     f"\"{name}\": \"{item.frame.name}\" vs \"{here.parent}\". "
-                                     f"The node giving this error: node {item.node.name}.")
-            item.child = here
-        elif item.kind == EXIT:
-            here = frames[item.frame.parent] if item.frame.parent is not None else item.frame
-        successors = [dst for dst, _, _ in item.out_edges] + item.out_controls
-        for dst in successors:
-            if dst.frame is None:
-                dst.frame = here
-                first_from[dst.id] = item
-                queue.append(dst)
-            elif dst.frame is not here:
-                other = first_from.get(dst.id, dst)
-                raise errors.InvalidArgumentError(
-                    dst.node, None, f"node {dst.node.name} has inputs from different frames. The "
-                                    f"input node {item.node.name} is in frame '{here.name}'. The "
-                                    f"input node {other.node.name} is in frame "
-                                    f"'{dst.frame.name}'.")
+    for name in info.parent_of:
+        frames[name] = FrameInfo(name, info.parent_of[name])
     for item in items:
-        if item.frame is None:      # unreachable from the roots (TF leaves these in the root)
-            item.frame = frames[ROOT_FRAME]
+        item.frame = frames[info.frame_of[item.node.name]]
+        if item.kind == ENTER:
+            item.child = frames[item.node.attr["frame_name"]]
     return frames
 
 

@@ -14,10 +14,11 @@ from engine import dtypes
 from engine.graph_def import GraphDef, NodeDef, graph_def_from_document
 from engine.graph_json import ArrayStore, decode_dtype, decode_shape, document_to_json
 from engine.graph_schema import fail, kind_of, short
+from engine.passes.cross_device_loops import add_control_loops
 from engine.passes.partition import CutEdge, PartitionResult, by_device, key_of, partition
 from engine.passes.prune import ClientGraph, prune
-from engine.runtime.executor_api import DYNAMIC, EXECUTORS, choose_executors
-from engine.runtime.frames import check_feeds_outside_loops, check_transfers_outside_loops
+from engine.runtime.executor_api import EXECUTORS, choose_executors
+from engine.runtime.frames import check_feeds_outside_loops
 from engine.shapes import TensorShape
 
 PLAN_FORMAT = "engine.planspec"
@@ -54,12 +55,10 @@ class PlanSpec:
               client_device: str) -> PlanSpec:
         """Prunes and partitions (by device) `graph_def` for one Session.run signature."""
         check_feeds_outside_loops(graph_def.node, key.feeds)
-        client = prune(graph_def, placement, list(key.feeds), list(key.fetches),
-                       list(key.targets), client_device)
+        client = add_control_loops(prune(graph_def, placement, list(key.feeds),
+                                         list(key.fetches), list(key.targets), client_device))
         result = partition(client, location=by_device)
         kinds = choose_executors(result.partitions)
-        if DYNAMIC in kinds.values():
-            check_transfers_outside_loops(client.nodes, result.cut_edges)
         ordered = sorted(result.partitions, key=lambda d: (d != client_device, d))
         return cls(key, client_device, client, {d: result.partitions[d] for d in ordered},
                    {d: kinds[d] for d in ordered}, result.cut_edges)

@@ -16,7 +16,6 @@ from typing import Protocol, runtime_checkable
 from engine import errors
 
 _WAIT_SLICE_S = 1.0
-_EMPTY = object()
 _clock = time.monotonic    # module-level so tests can drive a deadline without sleeping
 
 
@@ -120,7 +119,8 @@ class RendezvousProtocol(Protocol):
     processes. `send` never blocks; `recv` returns the value sent under the key, or NO_VALUE
     (engine.kernels.control_flow) for a dead tensor, waiting at most until `deadline`
     (DeadlineExceededError) or an `abort` (every waiter gets a CancelledError naming the
-    abort's cause). One rendezvous serves one step (`step_id`)."""
+    abort's cause); `recv_any` waits for the first of several keys. One rendezvous serves one
+    step (`step_id`)."""
 
     step_id: int
     deadline: Deadline | None
@@ -128,6 +128,8 @@ class RendezvousProtocol(Protocol):
     def send(self, key: str, value, dead: bool = False) -> None: ...
 
     def recv(self, key: str): ...
+
+    def recv_any(self, keys) -> tuple[int, object]: ...
 
     def abort(self, error: BaseException) -> None: ...
 
@@ -162,27 +164,41 @@ class Rendezvous:
             self._cond.notify_all()
 
     def recv(self, key: str):
+        return self.recv_any((key,))[1]
+
+    def recv_any(self, keys) -> tuple[int, object]:
+        """The first of `keys` (in their order) that has a value, as (its index, the value),
+        waiting as `recv` does. The dynamic executor waits on all of its pending Recvs at once,
+        so no order of transfers between loop iterations can make two partitions wait on each
+        other."""
         with self._cond:
-            value = self._take(key)
-            if value is not _EMPTY:
-                return value
+            found = self._take(keys)
+            if found is not None:
+                return found
         if self._gate is not None:
             self._gate.pause()
         with self._cond:
             while True:
-                value = self._take(key)   # an abort or the deadline raises, slot not taken back
-                if value is not _EMPTY:
+                found = self._take(keys)   # an abort or the deadline raises, slot not taken back
+                if found is not None:
                     break
                 self._wait()
         if self._gate is not None:
             self._gate.resume(self._deadline)
-        return value
+        return found
 
-    def _take(self, key: str):
+    def _take(self, keys) -> tuple[int, object] | None:
         if self._aborted is not None:
             raise self._aborted
-        queue = self._values.get(key)
-        return queue.popleft() if queue else _EMPTY
+        values = self._values
+        for i, key in enumerate(keys):
+            queue = values.get(key)
+            if queue:
+                value = queue.popleft()
+                if not queue:
+                    del values[key]       # a loop makes a key per iteration: keep none empty
+                return i, value
+        return None
 
     def _wait(self) -> None:
         timeout = _WAIT_SLICE_S

@@ -372,21 +372,6 @@ def test_loops_run_on_a_virtual_gpu(runner):
     np.testing.assert_array_equal(runner.run(mapped), [1.0, 4.0, 9.0])
 
 
-def test_a_loop_spanning_devices_is_refused_for_now():
-    """Per-iteration Send/Recv between devices is the next step (the key already carries
-    frame_id:iteration); until then the plan says which loop crosses where."""
-    with tf.Graph().as_default():
-        def body(i, x):
-            with tf.device("/gpu:0"):
-                y = x * 2.0
-            return i + 1, y
-        with tf.device("/cpu:0"):
-            r = tf.while_loop(lambda i, x: i < 3, body, [0, 1.0])
-        with pytest.raises(tf.errors.UnimplementedError,
-                           match="The while loop 'while/while_context' spans devices"):
-            _run(r, config=tf.ConfigProto(virtual_gpus=1))
-
-
 def test_a_loop_on_an_untaken_branch_is_dead_and_runs_nothing():
     """TF's 'while loop on the untaken branch of a conditional': the dead Enter kills the
     loop's Merge, the dead Exits reach the outer Merge once the frame is done."""

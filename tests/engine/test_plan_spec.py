@@ -1,7 +1,7 @@
 """The plan as data: a PlanSpec (pruned graph, placement, one partition GraphDef per device with
 its Send/Recv keys in attrs, executor kinds) round-trips through JSON, and a Plan rebuilt from
 the decoded spec alone gives bitwise the same results as the original: an MLP over a CPU and two
-virtual GPUs, a cond across devices, a while loop fed from another device."""
+virtual GPUs, a cond across devices, a while loop fed from another device, a loop whose body runs on another device."""
 
 import json
 
@@ -82,7 +82,19 @@ def run(plan, feeds):
     return [to_numpy(v) for v in plan.run(feeds, pool, None)]
 
 
-PROGRAMS = [mlp, cond_across_devices, while_loop_from_another_device]
+def loop_body_across_devices():
+    """The loop on the CPU, its body's product on GPU:1: control loops and in-loop transfers."""
+    with tf.device("/cpu:0"):
+        start = tf.placeholder(tf.float32, [2], name="start")
+
+        def body(i, v):
+            with tf.device("/gpu:1"):
+                return i + 1, v * 1.5 + 0.125
+        _, total = tf.while_loop(lambda i, v: i < 7, body, [tf.constant(0), start])
+    return [total], {start: np.array([0.5, -2.0], np.float32)}
+
+
+PROGRAMS = [mlp, cond_across_devices, while_loop_from_another_device, loop_body_across_devices]
 
 
 @pytest.mark.parametrize("build", PROGRAMS, ids=lambda f: f.__name__)
