@@ -1,10 +1,13 @@
-"""tf.nn.bidirectional_dynamic_rnn: variable and op names as TensorFlow 2.21's tf.compat.v1
-names them, outputs and final states against torch running each cell forward and over each
-row's reversed valid steps, gradients against torch autograd, time-major and batch-major,
-TF's errors, and a small model whose loss falls in training."""
+"""tf.nn.bidirectional_dynamic_rnn: names and numbers as TensorFlow 2.21's tf.compat.v1 gives
+them (birnn_programs.py), outputs and final states against torch running each cell forward and
+over each row's reversed valid steps, gradients against torch autograd, time-major and
+batch-major, TF's errors, and a small model whose loss falls in training."""
 
 from __future__ import annotations
 
+import json
+
+import birnn_programs
 import numpy as np
 import pytest
 import torch
@@ -16,6 +19,7 @@ BATCH, STEPS, DEPTH, FW_UNITS, BW_UNITS = 4, 5, 3, 3, 2
 LENGTHS = [5, 2, 0, 3]
 TIGHT = {"rtol": 1e-10, "atol": 1e-12}
 rc = tf.nn.rnn_cell
+TF_RECORD = json.loads(birnn_programs.REFERENCE.read_text())
 
 pytestmark = pytest.mark.filterwarnings("ignore:`tf.nn.rnn_cell")
 
@@ -134,17 +138,17 @@ def test_names_are_tensorflows():
     assert reverses == ["ReverseSequence", "bidirectional_rnn/bw/ReverseSequence"]
 
 
-def test_a_scope_and_no_lengths_reverse_the_whole_axis():
-    """TF 2.21 names: `enc/...` weights, and ReverseV2 (tf.reverse) in and out."""
-    graph = tf.Graph()
-    with graph.as_default():
-        x = tf.placeholder(tf.float64, [3, BATCH, DEPTH])
-        _build(x, ("lstm", "gru"), None, True, scope="enc")
-        variables = sorted(v.op.name for v in tf.global_variables())
-        reverses = sorted(op.name for op in graph.get_operations() if op.type == "ReverseV2")
-    assert variables[0] == "enc/bw/gru_cell/candidate/bias"
-    assert variables[-1] == "enc/fw/basic_lstm_cell/kernel"
-    assert reverses == ["ReverseV2", "enc/bw/ReverseV2"]
+@pytest.mark.parametrize("name", sorted(birnn_programs.CASES))
+def test_tensorflows_names_and_numbers_on_the_same_weights(name):
+    """birnn_programs.py's cases against TF 2.21's record (golden/birnn_tf_2_21.json):
+    a peephole-projection LSTM forward and a concat-state LSTM backward, a scope, and
+    ReverseV2 (no lengths) or ReverseSequence in and out."""
+    got, want = birnn_programs.run_case(tf, name), TF_RECORD["cases"][name]
+    for key in ("variables", "output_names", "reverse_ops"):
+        assert got[key] == want[key], key
+    assert len(got["values"]) == len(want["values"])
+    for i, (a, b) in enumerate(zip(got["values"], want["values"])):
+        np.testing.assert_allclose(a, b, **TIGHT, err_msg=f"value {i}")
 
 
 def _assign(sess, weights_by_direction, kinds) -> None:
