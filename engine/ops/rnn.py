@@ -1,8 +1,8 @@
 """The RNNs of TF1's rnn.py: the unrolled tf.nn.static_rnn (with sequence_length: zero outputs
 and the state carried through past each sequence's end), static_bidirectional_rnn and
 static_state_saving_rnn, one cell call per time step; and tf.nn.dynamic_rnn, one cell call in
-a tf.while_loop over TensorArrays (TF's _dynamic_rnn_loop). All in the variable scope `rnn`
-(or the one given), which the cell's weights are shared across."""
+a tf.while_loop over TensorArrays (TF's _dynamic_rnn_loop), and bidirectional_dynamic_rnn. All
+in the variable scope `rnn` (or the one given), which the cell's weights are shared across."""
 
 from __future__ import annotations
 
@@ -17,7 +17,8 @@ from engine.ops.rnn_cell_impl import _concat, assert_like_rnncell
 from engine.shapes import TensorShape
 
 # The names tf.nn exports from this module (engine/nn.py star-imports it).
-__all__ = ["dynamic_rnn", "static_bidirectional_rnn", "static_rnn", "static_state_saving_rnn"]
+__all__ = ["bidirectional_dynamic_rnn", "dynamic_rnn", "static_bidirectional_rnn", "static_rnn",
+           "static_state_saving_rnn"]
 
 
 def _infer_state_dtype(explicit_dtype, state):
@@ -348,3 +349,48 @@ def _dynamic_rnn_loop(cell, inputs, initial_state, parallel_iterations, swap_mem
             stacked.set_shape(out_shape)
         outputs.append(stacked)
     return nest.pack_sequence_as(cell.output_size, outputs), final_state
+
+
+def _reverse_time(input_, seq_lengths, seq_axis: int, batch_axis: int) -> Tensor:
+    """`input_` reversed along time: with seq_lengths, only each row's first seq_lengths[b]
+    steps (its padding stays in place), else the whole axis."""
+    if seq_lengths is not None:
+        return array_ops.reverse_sequence(input=input_, seq_lengths=seq_lengths,
+                                          seq_axis=seq_axis, batch_axis=batch_axis)
+    return array_ops.reverse(input_, axis=[seq_axis])
+
+
+def bidirectional_dynamic_rnn(cell_fw, cell_bw, inputs, sequence_length=None,
+                              initial_state_fw=None, initial_state_bw=None, dtype=None,
+                              parallel_iterations=None, swap_memory: bool = False,
+                              time_major: bool = False, scope=None) -> tuple[Any, Any]:
+    """A forward dynamic_rnn of `cell_fw` (variable scope `bidirectional_rnn/fw`) and a
+    backward one of `cell_bw` (`bidirectional_rnn/bw`) over the inputs reversed in time,
+    each row only over its first sequence_length[b] steps when sequence_length is given;
+    the backward outputs are reversed back, so step t of both lines up. Returns
+    ((output_fw, output_bw), (output_state_fw, output_state_bw)), outputs in the inputs'
+    major order (concatenate them along depth for one [.., 2 * units] output)."""
+    assert_like_rnncell("cell_fw", cell_fw)
+    assert_like_rnncell("cell_bw", cell_bw)
+    time_axis, batch_axis = (0, 1) if time_major else (1, 0)
+
+    def reverse(x):
+        return _reverse_time(x, sequence_length, time_axis, batch_axis)
+
+    with vs.variable_scope(scope or "bidirectional_rnn"):
+        with vs.variable_scope("fw") as fw_scope:
+            output_fw, output_state_fw = dynamic_rnn(
+                cell_fw, inputs, sequence_length=sequence_length,
+                initial_state=initial_state_fw, dtype=dtype,
+                parallel_iterations=parallel_iterations, swap_memory=swap_memory,
+                time_major=time_major, scope=fw_scope)
+        with vs.variable_scope("bw") as bw_scope:
+            inputs_reverse = nest.map_structure(reverse, inputs)
+            tmp, output_state_bw = dynamic_rnn(
+                cell_bw, inputs_reverse, sequence_length=sequence_length,
+                initial_state=initial_state_bw, dtype=dtype,
+                parallel_iterations=parallel_iterations, swap_memory=swap_memory,
+                time_major=time_major, scope=bw_scope)
+    # Outside both scopes, as TF reverses it (its op is a top-level `ReverseSequence`).
+    output_bw = nest.map_structure(reverse, tmp)
+    return (output_fw, output_bw), (output_state_fw, output_state_bw)
