@@ -306,6 +306,114 @@ def test_three_nested_loops():
     check_gradients(tf_fn, torch_fn, [x_val, w_val])
 
 
+@grad_test(*LOOP_RULES)
+def test_outer_iterations_whose_inner_loops_run_side_by_side():
+    """No outer iteration's inner loop depends on another's (each starts from x * (i+1)),
+    so with parallel_iterations=10 they may run at once: each keeps its own accumulators."""
+    rng = np.random.default_rng(12)
+    x_val, w_val = rand(rng, (3,), -1.0, 1.0), rand(rng, (3,), -1.0, 1.0)
+
+    def tf_fn(x, w):
+        def outer(i, acc):
+            start = x * tf.cast(i + 1, tf.float64)
+            inner = tf.while_loop(lambda j, u: j < 3, lambda j, u: (j + 1, tf.sin(u * w)),
+                                  [0, start])[1]
+            return i + 1, acc + inner
+        return tf.while_loop(lambda i, a: i < 4, outer, [0, tf.zeros_like(x)],
+                             parallel_iterations=10)[1]
+
+    def torch_fn(x, w):
+        acc = torch.zeros_like(x)
+        for i in range(4):
+            u = x * (i + 1)
+            for _ in range(3):
+                u = torch.sin(u * w)
+            acc = acc + u
+        return acc
+    check_gradients(tf_fn, torch_fn, [x_val, w_val])
+
+
+@grad_test(*LOOP_RULES)
+def test_a_loop_inside_a_cond_inside_a_loop():
+    """Even outer iterations run the inner loop, odd ones a sine: the inner gradient loop
+    runs only in the replayed iterations that took it."""
+    rng = np.random.default_rng(13)
+    x_val, w_val = rand(rng, (3,), -1.0, 1.0), rand(rng, (3,), -1.0, 1.0)
+
+    def tf_fn(x, w):
+        def outer(i, v):
+            def looped():
+                return tf.while_loop(lambda j, u: j < 2, lambda j, u: (j + 1, u * w + 0.1),
+                                     [0, v])[1]
+            return i + 1, tf.cond(tf.equal(tf.mod(i, 2), 0), looped, lambda: tf.sin(v))
+        return tf.while_loop(lambda i, v: i < 4, outer, [0, x])[1]
+
+    def torch_fn(x, w):
+        v = x
+        for i in range(4):
+            if i % 2 == 0:
+                for _ in range(2):
+                    v = v * w + 0.1
+            else:
+                v = torch.sin(v)
+        return v
+    check_gradients(tf_fn, torch_fn, [x_val, w_val])
+
+
+@grad_test(*LOOP_RULES, "TensorArrayWriteV3", "TensorArrayGatherV3")
+def test_a_tensor_array_the_inner_loop_writes_and_the_outer_body_stacks():
+    rng = np.random.default_rng(14)
+    x_val, w_val = rand(rng, (3,), -1.0, 1.0), rand(rng, (3,), -1.0, 1.0)
+
+    def tf_fn(x, w):
+        def outer(i, v):
+            def inner(j, u, ta):
+                u = tf.tanh(u * w + 0.1)
+                return j + 1, u, ta.write(j, u)
+            _, u, ta = tf.while_loop(lambda j, u, ta: j < 3, inner,
+                                     [0, v, tf.TensorArray(tf.float64, size=3)])
+            return i + 1, tf.reduce_sum(ta.stack(), axis=0) * 0.5 + u
+        return tf.while_loop(lambda i, v: i < 2, outer, [0, x])[1]
+
+    def torch_fn(x, w):
+        v = x
+        for _ in range(2):
+            u, parts = v, []
+            for _ in range(3):
+                u = torch.tanh(u * w + 0.1)
+                parts.append(u)
+            v = torch.stack(parts).sum(0) * 0.5 + u
+        return v
+    check_gradients(tf_fn, torch_fn, [x_val, w_val])
+
+
+@grad_test(*LOOP_RULES, *TA_RULES)
+def test_scan_inside_a_while_loop_inside_map_fn():
+    """Three levels of loops, two of them TensorArray-driven."""
+    rng = np.random.default_rng(15)
+    x_val, w_val = rand(rng, (2, 3), -1.0, 1.0), rand(rng, (), -1.0, 1.0)
+
+    def tf_fn(x, w):
+        def per_row(row):
+            def body(i, r):
+                return i + 1, tf.scan(lambda a, e: a * 0.5 + e * w, r)
+            return tf.while_loop(lambda i, r: i < 2, body, [0, row])[1]
+        return tf.map_fn(per_row, x)
+
+    def torch_fn(x, w):
+        rows = []
+        for r in x:
+            for _ in range(2):
+                out, a = [], None
+                for e in r:
+                    a = e if a is None else a * 0.5 + e * w
+                    out.append(a)
+                r = torch.stack(out)
+            rows.append(r)
+        return torch.stack(rows)
+    check_gradients(tf_fn, torch_fn, [x_val, w_val])
+
+
 def _nested(x, w, tf_mod=tf):
     """The program both the engine and real TF differentiate in the reference tests."""
     def outer(i, v):
@@ -349,6 +457,28 @@ def test_map_fn_in_a_loop_gradients_match_tensorflow():
     np.testing.assert_allclose(got_dm, [[1.0382177, -1.8135965], [1.017063, 1.3968971]],
                                rtol=1e-6)
     np.testing.assert_allclose(got_dw, [3.5206945, -2.5468419], rtol=1e-6)
+
+
+def test_a_cond_in_an_inner_loop_bounded_by_maximum_iterations_matches_tensorflow():
+    """TF 2.21 (control flow v1) on x = [0.4, -0.7], w = [0.9, 1.3], loss = sum(y * y):
+    y = [1.4955206, -1.4958491], dloss/dx = [0.00572315, 0.06942268],
+    dloss/dw = [-0.47209522, -0.6384671] (agreeing to float32 summation order)."""
+    def outer(i, v):
+        def inner(j, u):
+            even = tf.equal(tf.mod(i + j, 2), 0)
+            return j + 1, tf.cond(even, lambda: u * w + 0.3, lambda: tf.sin(u) * 1.5)
+        return i + 1, tf.while_loop(lambda j, u: j < 100, inner, (0, v),
+                                    maximum_iterations=i + 2)[1]
+    with tf.Graph().as_default():
+        x = tf.constant([0.4, -0.7])
+        w = tf.constant([0.9, 1.3])
+        y = tf.while_loop(lambda i, v: i < 100, outer, (0, x), maximum_iterations=3)[1]
+        grads = tf.gradients(tf.reduce_sum(y * y), [x, w])
+        with tf.Session() as sess:
+            got_y, got_dx, got_dw = sess.run([y] + grads)
+    np.testing.assert_allclose(got_y, [1.4955206, -1.4958491], rtol=1e-6)
+    np.testing.assert_allclose(got_dx, [0.00572315, 0.06942268], rtol=1e-5)
+    np.testing.assert_allclose(got_dw, [-0.47209522, -0.6384671], rtol=1e-5)
 
 
 def test_nested_loop_gradients_on_a_virtual_gpu():
