@@ -70,7 +70,8 @@ def test_an_inner_trip_count_that_depends_on_the_outer_loop_variable():
 
 
 @grad_test(*LOOP_RULES)
-def test_a_value_the_inner_loop_captures_from_the_outer_body():
+@DYNAMIC
+def test_a_value_the_inner_loop_captures_from_the_outer_body(dynamic):
     """s is computed in the outer body (from the outer loop variable) and used by every
     inner iteration: its gradient sums over the inner iterations, then flows on to v and
     to w through the outer gradient loop."""
@@ -93,7 +94,7 @@ def test_a_value_the_inner_loop_captures_from_the_outer_body():
                 u = u * s + s
             v, acc = v + 0.1 * u, u
         return v
-    check_gradients(tf_fn, torch_fn, [x_val, w_val])
+    check_gradients(tf_fn, torch_fn, [x_val, w_val], dynamic=dynamic)
 
 
 @grad_test(*LOOP_RULES)
@@ -256,7 +257,8 @@ def test_a_nested_loop_output_fed_through_further_ops():
 
 
 @grad_test(*LOOP_RULES)
-def test_an_inner_loop_variable_only_the_others_depend_on():
+@DYNAMIC
+def test_an_inner_loop_variable_only_the_others_depend_on(dynamic):
     """b is not returned by the inner loop's user: its Exit's gradient is zeros made in the
     outer gradient loop."""
     rng = np.random.default_rng(10)
@@ -276,7 +278,7 @@ def test_an_inner_loop_variable_only_the_others_depend_on():
             for _ in range(2):
                 a, bb = a + bb * bb, bb * 0.5 + a * 0.1
         return a
-    check_gradients(tf_fn, torch_fn, [a_val, b_val])
+    check_gradients(tf_fn, torch_fn, [a_val, b_val], dynamic=dynamic)
 
 
 @grad_test(*LOOP_RULES)
@@ -528,6 +530,19 @@ def test_a_nested_loop_gradient_graph_round_trips_through_graph_def():
     np.testing.assert_allclose(got, [0.7806578, -5.6679068], rtol=1e-6)
 
 
+def test_two_gradients_calls_on_one_nested_loop_build_their_own_gradient_loops():
+    with tf.Graph().as_default():
+        x = tf.constant([0.5, -1.0])
+        w = tf.constant([1.2, 0.7])
+        y = _nested(x, w)
+        first = tf.gradients(y, [w])[0]
+        second = tf.gradients(tf.reduce_sum(y * 2.0), [w])[0]
+        with tf.Session() as sess:
+            got_first, got_second = sess.run([first, second])
+    np.testing.assert_allclose(got_first, [0.7806578, -5.6679068], rtol=1e-6)
+    np.testing.assert_allclose(got_second, 2.0 * got_first, rtol=1e-6)
+
+
 def test_the_gradient_of_a_loop_inside_a_gradient_loop_is_refused():
     """A second derivative through a while loop (the inner loop here is built by the first
     gradients call) is not supported and says so."""
@@ -544,7 +559,7 @@ def test_the_gradient_of_a_loop_inside_a_gradient_loop_is_refused():
 @covers("TensorArrayV3", "TensorArrayWriteV3", "TensorArrayReadV3")
 def test_an_array_of_array_handles_reads_back_each_array(runner):
     """What a nested loop's gradient keeps per outer iteration: element i of a resource
-    array is the handle of the i-th inner array."""
+    array is the handle of the i-th inner array (TF 2.21 reads [3, 4] back the same way)."""
     with runner.scope():
         first = tf.TensorArray(tf.float32, size=1).write(0, [1.0, 2.0])
         second = tf.TensorArray(tf.float32, size=1).write(0, [3.0, 4.0])
