@@ -416,6 +416,36 @@ def test_scan_inside_a_while_loop_inside_map_fn():
     check_gradients(tf_fn, torch_fn, [x_val, w_val])
 
 
+@grad_test(*LOOP_RULES)
+@pytest.mark.parametrize("take", [True, False], ids=["loops", "product"])
+def test_nested_loops_inside_a_cond(take):
+    """The outer body also needs the inner loop's result itself (sin's gradient reads it
+    back from the outer loop's accumulator)."""
+    rng = np.random.default_rng(16)
+    x_val, w_val = rand(rng, (3,), -1.0, 1.0), rand(rng, (3,), -1.0, 1.0)
+
+    def tf_fn(x, w):
+        def nested():
+            def outer(i, v):
+                inner = tf.while_loop(lambda j, u: j < 2,
+                                      lambda j, u: (j + 1, tf.sin(u * w)), [0, v])[1]
+                return i + 1, tf.sin(inner) * v
+            return tf.while_loop(lambda i, v: i < 2, outer, [0, x])[1]
+        return tf.cond(tf.constant(take), nested, lambda: x * w)
+
+    def torch_fn(x, w):
+        if not take:
+            return x * w
+        v = x
+        for _ in range(2):
+            u = v
+            for _ in range(2):
+                u = torch.sin(u * w)
+            v = torch.sin(u) * v
+        return v
+    check_gradients(tf_fn, torch_fn, [x_val, w_val])
+
+
 def _nested(x, w, tf_mod=tf):
     """The program both the engine and real TF differentiate in the reference tests."""
     def outer(i, v):
