@@ -2,8 +2,8 @@
 loop made once per outer iteration) against torch.autograd on the unrolled loops: fixed and
 outer-dependent inner trip counts, values captured from outside both loops or from the outer
 body, map_fn/scan in a loop, a loop in map_fn, a cond in the inner body, maximum_iterations,
-three levels, a virtual GPU; two cases pinned to real TF 2.21 (control flow v1) values; and
-the arrays of TensorArray handles the outer loop keeps."""
+three levels, nested loops in a cond, a virtual GPU; three cases pinned to real TF 2.21
+(control flow v1) values; and the arrays of TensorArray handles the outer loop keeps."""
 
 from __future__ import annotations
 
