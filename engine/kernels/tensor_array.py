@@ -11,7 +11,10 @@ from engine.kernels.array import host_tensor
 from engine.kernels.registry import ALL_TYPES, kernel
 
 _ANY = {}
+# Arrays of resources hold the handles of other arrays (nested loops' accumulators).
+_ELEMENT_TYPES = ALL_TYPES + (dtypes.resource,)
 _WHOLE = {"dtype": ALL_TYPES}
+_ELEMENT = {"dtype": _ELEMENT_TYPES}
 
 
 class TensorArrayStore:
@@ -70,6 +73,9 @@ class TensorArrayStore:
             grow = index + 1 - len(self.values)
             self.values.extend([None] * grow)
             self.cleared.extend([False] * grow)
+        if self.dtype.is_resource:
+            self._write_handle(index, value)
+            return
         if dtypes.as_dtype(value.dtype) is not self.dtype:
             raise self._error(f"TensorArray dtype is {self.dtype.tf_string} but Op is trying to "
                               f"write dtype {dtypes.as_dtype(value.dtype).tf_string}.")
@@ -91,6 +97,17 @@ class TensorArrayStore:
                               "already been written to.")
         if self.identical:
             self.element_shape = shape
+        self.values[index] = value
+
+    def _write_handle(self, index: int, value) -> None:
+        """An array of handles (the gradients pass keeps a nested loop's accumulator of each
+        outer iteration so): the element is the resource itself, written once."""
+        if not isinstance(value, TensorArrayStore):
+            raise self._error(f"TensorArray dtype is resource but Op is trying to write "
+                              f"{type(value).__name__} to index {index}.")
+        if self.values[index] is not None or self.cleared[index]:
+            raise self._error(f"Could not write to TensorArray index {index} because it has "
+                              "already been written to.")
         self.values[index] = value
 
     def read(self, index: int) -> torch.Tensor:
@@ -171,7 +188,7 @@ def _ints(t) -> list[int]:
 _FLOW = host_tensor(0.0, dtypes.float32)
 
 
-@kernel("TensorArrayV3", CPU=_WHOLE, GPU=_WHOLE, host_memory=("size", "handle"))
+@kernel("TensorArrayV3", CPU=_ELEMENT, GPU=_ELEMENT, host_memory=("size", "handle"))
 def tensor_array(node, ctx):
     device = ctx.torch_device
 
@@ -192,7 +209,7 @@ def tensor_array_grad(node, ctx):
     return run
 
 
-@kernel("TensorArrayWriteV3", CPU={"T": ALL_TYPES}, GPU={"T": ALL_TYPES},
+@kernel("TensorArrayWriteV3", CPU={"T": _ELEMENT_TYPES}, GPU={"T": _ELEMENT_TYPES},
         host_memory=("handle", "index"))
 def tensor_array_write(node, ctx):
     def run(handle, index, value, flow):
@@ -201,7 +218,7 @@ def tensor_array_write(node, ctx):
     return run
 
 
-@kernel("TensorArrayReadV3", CPU=_WHOLE, GPU=_WHOLE, host_memory=("handle", "index"))
+@kernel("TensorArrayReadV3", CPU=_ELEMENT, GPU=_ELEMENT, host_memory=("handle", "index"))
 def tensor_array_read(node, ctx):
     def run(handle, index, flow):
         return handle.read(int(index.item()))

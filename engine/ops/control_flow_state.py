@@ -1,7 +1,10 @@
 """The state the gradients pass keeps for each tf.while_loop it differentiates (TF1's
 control_flow_state.py): a forward iteration counter added to the loop, the gradient loop that
 replays its iterations in reverse, and per-iteration accumulators of the forward values the
-backward pass reads (a TensorArray written at the forward index, read at the backward one)."""
+backward pass reads (a TensorArray written at the forward index, read at the backward one).
+A loop nested in another has its counter, its accumulators and its gradient loop made once
+per iteration of the outer loop (inside its body and its gradient loop); the outer loop's own
+accumulators keep, per iteration, the inner one's trip count and accumulator handles."""
 
 from __future__ import annotations
 
@@ -49,7 +52,15 @@ def state_for(forward: WhileContext) -> GradLoopState:
                                                "tf.gradients.")
     states = _ACTIVE[-1]
     if forward not in states:
-        states[forward] = GradLoopState(forward)
+        outer = containing_while_context(forward.outer_context)
+        for loop in (forward, outer):
+            if isinstance(loop, GradWhileContext):
+                raise errors.UnimplementedError(
+                    None, None, f"Gradients through the gradient loop '{loop.name}' (a second "
+                                "derivative through a while loop) are not supported; "
+                                "differentiate the forward loop once.")
+        outer_state = state_for(outer) if outer is not None else None
+        states[forward] = GradLoopState(forward, outer_state)
     return states[forward]
 
 
@@ -60,9 +71,7 @@ def grad_state_of(op: Operation, before: bool) -> GradLoopState | None:
     if before and is_loop_exit(op) and ctxt is not None:
         ctxt = ctxt.outer_context
     forward = containing_while_context(ctxt)
-    if forward is None or isinstance(forward, GradWhileContext):
-        return None
-    return state_for(forward)
+    return None if forward is None else state_for(forward)
 
 
 class GradWhileContext(WhileContext):
@@ -90,23 +99,28 @@ class GradWhileContext(WhileContext):
 
 
 class GradLoopState:
-    """TF's GradLoopState for a loop that is not nested in another one."""
+    """TF's GradLoopState: the counters, accumulators and gradient loop of one forward loop.
+    `outer_state` is the state of the loop this one is nested in (None at the top): the
+    forward counter and accumulators are then made in the outer loop's body (fresh in each
+    of its iterations) and the gradient loop in the outer gradient loop, which reads the
+    inner trip count and accumulator handles of the iteration it replays."""
 
-    def __init__(self, forward: WhileContext):
-        if forward.outer_context is not None and forward.outer_context.while_context():
-            raise errors.UnimplementedError(
-                None, None, f"Gradients of the while loop '{forward.name}' nested in another "
-                            "while loop are not supported yet; differentiate a loop that is "
-                            "not inside a while loop.")
+    def __init__(self, forward: WhileContext, outer_state: GradLoopState | None = None):
         self.forward_context = forward
+        self.outer_state = outer_state
         self.switch_map: dict[Operation, Tensor] = {}
         self.history: dict[str, Tensor] = {}
         graph = forward.graph
         saved = graph._get_control_flow_context()
-        graph._set_control_flow_context(forward.outer_context)
         try:
             with graph.control_dependencies(None):
+                graph._set_control_flow_context(forward.outer_context)
                 total = self._add_forward_counter()
+                if outer_state is not None:
+                    # The trip count of the forward iteration the outer gradient loop replays.
+                    outer_grad = outer_state.grad_context
+                    graph._set_control_flow_context(outer_grad)
+                    total = outer_grad.add_value(total)
                 self.grad_context = GradWhileContext(self, forward)
                 self.grad_index = self._add_backward_counter(total)
         finally:
@@ -114,7 +128,8 @@ class GradLoopState:
 
     def _add_forward_counter(self) -> Tensor:
         """f_count: the iteration index inside the loop (0, 1, ...) and, at its Exit, the
-        number of iterations the forward loop ran."""
+        number of iterations the forward loop ran (made where the loop starts, so a nested
+        loop's count restarts in each outer iteration)."""
         forward = self.forward_context
         zero = make_constant(0, dtype=dtypes.int32, name="f_count")
         forward.enter()
@@ -153,16 +168,19 @@ class GradLoopState:
     def history_value(self, value: Tensor) -> Tensor:
         """`value` (computed in the forward loop) in the gradient loop's current iteration:
         written to an accumulator at the forward index, read back at the backward one. The
-        read of a value on a cond branch is dead in the iterations that did not take it."""
+        read of a value on a cond branch is dead in the iterations that did not take it. A
+        nested loop's accumulator is made in the outer loop's body, one per outer
+        iteration; the outer loop keeps its handles."""
         if value.name in self.history:
             return self.history[value.name]
         from engine.ops.tensor_array_ops import TensorArray
         graph = value.graph
-        value_ctxt = value.op._get_control_flow_context()
+        value_ctxt = output_context(value.op)
         saved = graph._get_control_flow_context()
-        graph._set_control_flow_context(self.forward_context.outer_context)
         try:
+            # control_dependencies(None) also leaves every control-flow context (as TF's).
             with graph.control_dependencies(None):
+                graph._set_control_flow_context(self.forward_context.outer_context)
                 acc = TensorArray(value.dtype.base_dtype, size=0, dynamic_size=True,
                                   infer_shape=False, name="f_acc")
                 value_ctxt.enter()
@@ -186,7 +204,11 @@ class GradLoopState:
             if isinstance(value_ctxt, CondContext):
                 pred = ctxt.add_value(value_ctxt.pred)
                 handle = switch_ref_or_tensor(handle, pred)[value_ctxt.branch]
-            entry = TensorArray(value.dtype.base_dtype, handle=handle, flow=acc.flow)
+            # The read follows the writes through the counters; a nested accumulator's own
+            # flow lives in the outer loop's body, so a fresh one stands for it.
+            flow = acc.flow if self.outer_state is None else \
+                make_constant(0.0, dtype=dtypes.float32, name="b_acc_flow")
+            entry = TensorArray(value.dtype.base_dtype, handle=handle, flow=flow)
             read = entry.read(self.grad_index, name="b_acc")
             read.set_shape(value.shape)
         finally:
@@ -195,15 +217,15 @@ class GradLoopState:
 
     def accumulate(self, op: Operation, grad: Tensor) -> Tensor:
         """The sum over all iterations of `grad`, the per-iteration gradient of a loop
-        invariant (the input of constant Enter `op`): a loop variable of the gradient loop."""
-        from engine.ops.array_ops import zeros_like
+        invariant (the input of constant Enter `op`): a loop variable of the gradient loop
+        (in a nested loop, one per iteration of the outer gradient loop)."""
         ctxt = self.grad_context
         graph = op.graph
         saved = graph._get_control_flow_context()
-        graph._set_control_flow_context(ctxt.outer_context)
         try:
             with graph.control_dependencies(None):
-                start = zeros_like(op.inputs[0], name="b_acc")
+                graph._set_control_flow_context(ctxt.outer_context)
+                start = self._zeros_outside(op.inputs[0], name="b_acc")
                 ctxt.enter()
                 try:
                     merged = _entered_loop_value(ctxt, start, "b_acc")
@@ -215,6 +237,33 @@ class GradLoopState:
         finally:
             graph._set_control_flow_context(saved)
         return result
+
+    def _zeros_outside(self, value: Tensor, name: str) -> Tensor:
+        """Zeros shaped like `value`, made in the current context: a constant when the shape
+        is known (in a nested loop this saves keeping `value` per outer iteration)."""
+        from engine.ops.array_ops import zeros, zeros_like
+        if self.outer_state is not None and value.shape.is_fully_defined():
+            return zeros(value.shape.as_list(), dtype=value.dtype.base_dtype, name=name)
+        return zeros_like(value, name=name)
+
+
+def zeros_for_exit(value: Tensor) -> Tensor:
+    """The zero gradient of an Exit output that leads to no y (TF's ZerosLikeForExit):
+    for a loop nested in another, made in the outer gradient loop (the Exit's value lives
+    in the outer loop's body)."""
+    from engine.ops.array_ops import zeros, zeros_like
+    forward = value.op._get_control_flow_context()
+    outer = containing_while_context(forward.outer_context)
+    if outer is None:
+        return zeros_like(value)
+    ctxt = state_for(outer).grad_context
+    ctxt.enter()
+    try:
+        if value.shape.is_fully_defined():
+            return zeros(value.shape.as_list(), dtype=value.dtype.base_dtype)
+        return zeros_like(value)
+    finally:
+        ctxt.exit()
 
 
 def _entered_loop_value(ctxt, start: Tensor, name: str) -> Tensor:

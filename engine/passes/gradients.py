@@ -155,7 +155,7 @@ def gradients(ys, xs, grad_ys=None, name: str = "gradients",
             grads.setdefault(y, []).append(gy)
         for op in unused_exits:
             if op.outputs[0].dtype.base_dtype in dtypes.FLOATS:
-                grads[op.outputs[0]] = [array_ops.zeros_like(op.outputs[0])]
+                grads[op.outputs[0]] = [cfs.zeros_for_exit(op.outputs[0])]
         queue = collections.deque(op for op in {y.op for y in ys}
                                   if pending[op] == 0 and op in between)
         queue.extend(op for op in unused_exits if pending[op] == 0)

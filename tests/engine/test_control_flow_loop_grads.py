@@ -14,7 +14,6 @@ from grad_harness import DYNAMIC, check_gradients, grad_test, rand
 from kernel_harness import covers
 
 import engine as tf
-from engine import errors
 
 LOOP_RULES = ("Exit", "Enter", "NextIteration", "Switch", "Merge")
 
@@ -173,18 +172,6 @@ def test_gradient_descent_trains_through_a_loop():
     assert first > 0.5
     assert last < 1e-6
     np.testing.assert_allclose(w_val, 0.5 ** (1 / 3), rtol=1e-3)
-
-
-def test_nested_loop_gradients_say_they_are_not_supported():
-    with tf.Graph().as_default():
-        x = tf.placeholder(tf.float32, [])
-
-        def outer(i, v):
-            inner = tf.while_loop(lambda j, u: j < 2, lambda j, u: (j + 1, u * x), [0, v])[1]
-            return i + 1, inner
-        y = tf.while_loop(lambda i, v: i < 2, outer, [0, x])[1]
-        with pytest.raises(errors.UnimplementedError, match="nested in another while loop"):
-            tf.gradients(y, [x])
 
 
 def test_back_prop_false_stops_the_gradient():
