@@ -179,7 +179,11 @@ class GradLoopState:
         saved = graph._get_control_flow_context()
         try:
             # control_dependencies(None) also leaves every control-flow context (as TF's).
-            with graph.control_dependencies(None):
+            # The accumulator, its write and its read live with `value` alone, not with the
+            # gradient op being built (colocate_gradients_with_ops): the read's resource edge
+            # would otherwise pull the value's device and the gradient op's into one group,
+            # and a layer on another device (DeviceWrapper) onto the first one's.
+            with graph.control_dependencies(None), graph.colocate_with(None):
                 graph._set_control_flow_context(self.forward_context.outer_context)
                 acc = TensorArray(value.dtype.base_dtype, size=0, dynamic_size=True,
                                   infer_shape=False, name="f_acc")

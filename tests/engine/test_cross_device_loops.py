@@ -96,7 +96,7 @@ def test_each_transfer_inside_the_loop_happens_once_per_iteration(monkeypatch):
     # The predicate, x into the body, the body pivot's control edge to the constant 2.0 on
     # GPU:0 (TF's control transfer: a tiny Const sent over), and 2x back.
     assert len(in_loop) == 4
-    for (src, tensor, _), seen in in_loop.items():
+    for (_, tensor, _), seen in in_loop.items():
         assert [it for it, _ in seen] == list(range(6)), tensor
         is_predicate = "LoopCond" in tensor
         assert [dead for _, dead in seen] == [False] * 5 + [not is_predicate], tensor
@@ -176,7 +176,7 @@ def test_a_cond_inside_the_loop_sends_dead_tensors_across():
 
 def _two_layer_rnn(devices, rng_values=None):
     """A 2-layer LSTM by dynamic_rnn, layer k on devices[k], with a loss and its gradients."""
-    inputs = tf.placeholder(tf.float32, [3, 6, 4], name="inputs")
+    inputs = tf.placeholder(tf.float32, [None, 6, 4], name="inputs")    # as tutorials write it
     lengths = tf.placeholder(tf.int32, [3], name="lengths")
     cells = [tf.nn.rnn_cell.DeviceWrapper(tf.nn.rnn_cell.LSTMCell(5, name=f"layer{k}"), d)
              for k, d in enumerate(devices)]
@@ -185,7 +185,8 @@ def _two_layer_rnn(devices, rng_values=None):
     with tf.device("/cpu:0"):
         loss = tf.reduce_sum(tf.square(outputs)) + tf.reduce_sum(state[1].h)
     variables = tf.trainable_variables()
-    return [loss, outputs] + tf.gradients(loss, variables), variables, inputs, lengths
+    grads = tf.gradients(loss, variables, colocate_gradients_with_ops=True)
+    return [loss, outputs] + grads, variables, inputs, lengths
 
 
 def test_dynamic_rnn_with_its_layers_on_two_devices_matches_one_device():
@@ -207,8 +208,21 @@ def test_dynamic_rnn_with_its_layers_on_two_devices_matches_one_device():
                     var.load(value, sess)
                 results.append(sess.run(fetches, {inputs: x, lens: lengths}))
                 plan = _plan(sess)
+                placed = sess.placement.as_dict()
+                placed_ops = [(op.name, op.type)
+                              for op in tf.get_default_graph().get_operations()]
     for single, split in zip(*results):
         np.testing.assert_allclose(split, single, rtol=1e-5, atol=1e-6)
+    # Each layer's ops, forward and gradient, on its own device: the gradient loop's
+    # accumulators sit with the values they keep and pull no layer onto the other's device.
+    # (Their accumulators of the other layer's values sit with those values.)
+    maths = {"MatMul", "BiasAdd", "BiasAddGrad", "ConcatV2", "Sigmoid", "Tanh", "SigmoidGrad",
+             "TanhGrad", "Mul"}
+    for k, device in enumerate((GPU0, GPU1)):
+        layer = [name for name, op in placed_ops if f"multi_rnn_cell/cell_{k}/" in name
+                 and op in maths]
+        assert len(layer) > 20 and any(name.startswith("gradients/") for name in layer)
+        assert {placed[name] for name in layer} == {device}, k
     crossing = [e for e in plan.result.cut_edges
                 if {e.src_device, e.dst_device} == {GPU0, GPU1}]
     consumers = {c for e in crossing for c in e.consumers}

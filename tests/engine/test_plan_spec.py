@@ -1,7 +1,8 @@
 """The plan as data: a PlanSpec (pruned graph, placement, one partition GraphDef per device with
 its Send/Recv keys in attrs, executor kinds) round-trips through JSON, and a Plan rebuilt from
 the decoded spec alone gives bitwise the same results as the original: an MLP over a CPU and two
-virtual GPUs, a cond across devices, a while loop fed from another device, a loop whose body runs on another device."""
+virtual GPUs, a cond across devices, a while loop fed from another device, a loop whose body
+runs on another device."""
 
 import json
 
