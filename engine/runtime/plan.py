@@ -69,7 +69,7 @@ class Plan:
             with _gate_slot(control):
                 self.partitions[0].run(feeds, out, None, stats, control.deadline)
             return out
-        rendezvous = Rendezvous(control.deadline, control.gate)
+        rendezvous = Rendezvous(control.deadline, control.gate, control.step_id)
         futures = [pool.submit(_run_one, p, feeds, out, rendezvous, stats, control)
                    for p in self.partitions[1:]]
         failures = []
@@ -93,6 +93,7 @@ class StepControl:
     deadline: Deadline | None = None
     gate: Gate | None = None
     bytes_moved: int = 0
+    step_id: int = 0          # the session's step counter; the rendezvous serves this step
 
 
 def _run_one(part: PartitionExecutor, feeds, out, rendezvous: Rendezvous, stats,

@@ -113,7 +113,7 @@ class Session:
         step = next(self._steps)
         asked = options is not None and options.trace_level > 0
         traced = asked or (self._writer is not None and self._trace_due(step))
-        control = StepControl(self._deadline(options), self._gate)
+        control = StepControl(self._deadline(options), self._gate, step_id=step)
         try:
             if self._writer is None and not traced and not self._config.check_numerics:
                 out = plan.run(values, self._thread_pool(plan), None, control)

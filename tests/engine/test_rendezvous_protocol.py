@@ -3,6 +3,7 @@ protocol (dead flag, step id, abort, deadline)."""
 
 import pytest
 
+import engine as tf
 from engine import errors
 from engine.kernels.control_flow import NO_VALUE
 from engine.passes.partition import rendezvous_key
@@ -68,3 +69,45 @@ def test_recv_honours_the_deadline(monkeypatch):
     assert r.deadline is deadline
     with pytest.raises(errors.DeadlineExceededError, match="deadline of 50 ms"):
         r.recv("never")
+
+
+def test_each_session_step_gets_its_own_step_id(monkeypatch):
+    """A multi-device step's rendezvous carries the session's step counter (the distributed
+    runtime keys a worker's per-step state by it)."""
+    seen = []
+    original = Rendezvous.__init__
+
+    def init(self, deadline=None, gate=None, step_id=0):
+        seen.append(step_id)
+        original(self, deadline, gate, step_id)
+    monkeypatch.setattr(Rendezvous, "__init__", init)
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float32, [])
+        with tf.device("/gpu:0"):
+            y = x * 2.0
+        with tf.Session(config=tf.ConfigProto(virtual_gpus=1)) as sess:
+            assert [sess.run(y, {x: float(v)}) for v in range(3)] == [0.0, 2.0, 4.0]
+    assert len(seen) == 3 and len(set(seen)) == 3 and seen == sorted(seen)
+
+
+def test_recv_any_takes_whichever_key_has_a_value_and_waits_for_one():
+    """The dynamic executor waits on all its pending Recvs at once: values of several loop
+    iterations may come in any order."""
+    import threading
+
+    r = Rendezvous()
+    keys = [f"{CPU0};0000000000000001;{GPU1};edge_{i};5:{i}" for i in range(3)]
+    r.send(keys[2], "late iteration")
+    assert r.recv_any(keys) == (2, "late iteration")
+    r.send(keys[1], 1, dead=True)
+    assert r.recv_any(keys) == (1, NO_VALUE)
+    got = []
+    waiter = threading.Thread(target=lambda: got.append(r.recv_any(keys[:1])))
+    waiter.start()
+    r.send(keys[0], "first")
+    waiter.join(30)
+    assert got == [(0, "first")]
+    assert not r._values, "no empty per-iteration queues are kept"
+    r.abort(RuntimeError("partition failed"))
+    with pytest.raises(errors.CancelledError, match="partition failed"):
+        r.recv_any(keys)
