@@ -3,6 +3,10 @@ downsampling of long series, and the figure with faint raw and bold smoothed cur
 
 from __future__ import annotations
 
+import csv
+import io
+import json
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -100,20 +104,49 @@ def downsample(steps: Sequence[float], values: Sequence[float],
 
 @dataclass(frozen=True, eq=False)
 class Curve:
-    """One run's series ready to draw: the kept steps, raw and smoothed values there."""
+    """One run's series ready to draw: the kept steps, raw and smoothed values there, and
+    their wall times (seconds since the epoch) when known."""
     steps: np.ndarray
     raw: np.ndarray
     smoothed: np.ndarray
     smoothing: float
+    wall_times: np.ndarray | None = None
 
 
 def scalar_curve(steps: Sequence[float], values: Sequence[float], smoothing: float,
-                 max_points: int = MAX_POINTS) -> Curve:
+                 max_points: int = MAX_POINTS,
+                 wall_times: Sequence[float] | None = None) -> Curve:
     """Smoothed over every point, then downsampled by the raw values' extremes."""
     raw = np.asarray(values, dtype=np.float64)
     keep = downsample_indices(raw, max_points)
     smoothed = smooth(raw, smoothing)[keep] if smoothing > 0 else raw[keep]
-    return Curve(np.asarray(steps)[keep], raw[keep], smoothed, smoothing)
+    walls = None if wall_times is None else np.asarray(wall_times, dtype=np.float64)[keep]
+    return Curve(np.asarray(steps)[keep], raw[keep], smoothed, smoothing, walls)
+
+
+# TensorBoard's three horizontal axes.
+STEP, RELATIVE, WALL = "step", "relative", "wall"
+X_AXES = (STEP, RELATIVE, WALL)
+_DURATION_UNITS = ((3600.0 * 2, 3600.0, "hours"), (120.0, 60.0, "minutes"), (0.0, 1.0, "seconds"))
+
+
+def relative_unit(span_s: float) -> tuple[float, str]:
+    """The unit a relative-time axis reads best in for a span: seconds up to 2 minutes,
+    minutes up to 2 hours, then hours."""
+    for above, size, name in _DURATION_UNITS:
+        if span_s > above:
+            return size, name
+    return 1.0, "seconds"
+
+
+def x_values(curve: Curve, axis: str, unit: float = 1.0):
+    """The curve's x coordinates on `axis`: steps; time since the run's first kept point in
+    `unit` seconds; or wall-clock datetimes. A curve without wall times falls back to steps."""
+    if axis == STEP or curve.wall_times is None or not curve.wall_times.size:
+        return curve.steps
+    if axis == RELATIVE:
+        return (curve.wall_times - curve.wall_times[0]) / unit
+    return (curve.wall_times * 1e3).astype("datetime64[ms]")
 
 
 def run_colors(runs: Sequence[str]) -> dict[str, str]:
@@ -134,26 +167,59 @@ def scalars_figure(series_by_run: Mapping[str, tuple[Sequence[float], Sequence[f
                           for run, (steps, values) in series_by_run.items()}, tag, height)
 
 
-def curves_figure(curves_by_run: Mapping[str, Curve], tag: str, height: int = 420) -> go.Figure:
-    """scalars_figure from curves computed already (as the workbench caches them)."""
+def curves_figure(curves_by_run: Mapping[str, Curve], tag: str, height: int = 420,
+                  x_axis: str = STEP, log_y: bool = False) -> go.Figure:
+    """scalars_figure from curves computed already (as the workbench caches them), against
+    steps, relative time or wall time, on a linear or log value axis (points <= 0 are not
+    drawn on a log axis, as in TensorBoard). Hover shows the step on every axis."""
+    if x_axis not in X_AXES:
+        raise ValueError(f"x_axis must be one of {', '.join(X_AXES)}, got {x_axis!r}")
     colors = run_colors(list(curves_by_run))
+    spans = [c.wall_times[-1] - c.wall_times[0] for c in curves_by_run.values()
+             if c.wall_times is not None and c.wall_times.size]
+    unit, unit_name = relative_unit(max(spans, default=0.0))
     traces = []
     for run, curve in sorted(curves_by_run.items()):
+        x = x_values(curve, x_axis, unit)
         if curve.smoothing > 0:
             traces.append(go.Scatter(
-                x=curve.steps, y=curve.raw, mode="lines", name=f"{run} (raw)",
+                x=x, y=curve.raw, mode="lines", name=f"{run} (raw)",
                 legendgroup=run, showlegend=False, hoverinfo="skip",
                 line={"color": _faded(colors[run], 0.3), "width": 1}))
         traces.append(go.Scatter(
-            x=curve.steps, y=curve.smoothed, mode="lines", name=run,
+            x=x, y=curve.smoothed, mode="lines", name=run, customdata=curve.steps,
             legendgroup=run, line={"color": colors[run], "width": 2.5},
-            hovertemplate=f"{run}<br>step %{{x}}<br>{tag} %{{y:.6g}}<extra></extra>"))
+            hovertemplate=f"{run}<br>step %{{customdata}}<br>{tag} %{{y:.6g}}<extra></extra>"))
     figure = go.Figure(data=traces)
+    x_title = {STEP: "step", RELATIVE: f"relative time ({unit_name})", WALL: "wall time"}[x_axis]
     figure.update_layout(
         title={"text": tag, "x": 0.01}, height=height, hovermode="closest",
         margin={"l": 50, "r": 10, "t": 40, "b": 40}, plot_bgcolor="white",
-        xaxis={"title": {"text": "step"}, "gridcolor": "#eee"},
-        yaxis={"gridcolor": "#eee"},
+        xaxis={"title": {"text": x_title}, "gridcolor": "#eee"},
+        yaxis={"gridcolor": "#eee", "type": "log" if log_y else "linear"},
         legend={"orientation": "h", "y": -0.2},
     )
     return figure
+
+
+def series_csv(series: Sequence[tuple[str, str, np.ndarray, np.ndarray, np.ndarray]]) -> str:
+    """Every point of (run, tag, steps, wall_times, values) series as CSV with a header:
+    run,tag,step,wall_time,value (full resolution, values with all float64 digits)."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(["run", "tag", "step", "wall_time", "value"])
+    for run, tag, steps, walls, values in series:
+        for step, wall, value in zip(steps.tolist(), walls.tolist(), values.tolist()):
+            writer.writerow([run, tag, step, repr(float(wall)), repr(float(value))])
+    return out.getvalue()
+
+
+def series_json(series: Sequence[tuple[str, str, np.ndarray, np.ndarray, np.ndarray]]) -> str:
+    """The same points as TensorBoard's JSON download: {run: {tag: [[wall_time, step,
+    value], ...]}}; NaN and infinities become null (JSON has no such numbers)."""
+    doc: dict[str, dict[str, list]] = {}
+    for run, tag, steps, walls, values in series:
+        doc.setdefault(run, {})[tag] = [
+            [float(wall), int(step), float(value) if math.isfinite(value) else None]
+            for step, wall, value in zip(steps.tolist(), walls.tolist(), values.tolist())]
+    return json.dumps(doc, allow_nan=False)

@@ -173,14 +173,23 @@ def scalars(name: str, tag: str) -> tuple[np.ndarray, np.ndarray]:
     return _query(name, "scalars", tag)
 
 
+def scalar_wall_times(name: str, tag: str) -> np.ndarray:
+    return _query(name, "scalar_wall_times", tag)
+
+
+def scalar_series(name: str, tag: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(steps, values, wall times) of a tag, read once."""
+    return _query(name, "scalar_series", tag)
+
+
 def curve(name: str, tag: str, smoothing: float) -> Curve:
-    """The tag's series smoothed and downsampled for drawing, computed once per (run state,
-    tag, smoothing) however many pages ask together."""
+    """The tag's series smoothed and downsampled for drawing (with the kept points' wall
+    times), computed once per (run state, tag, smoothing) however many pages ask together."""
     path = run_path(name)
     # The stamp before the read: a commit in between only makes the next request recompute.
     key = (str(path), _stamp(path), "curve", tag, float(smoothing))
-    steps, values = scalars(name, tag)
-    return _cache.get(key, lambda: scalar_curve(steps, values, smoothing))
+    steps, values, walls = scalar_series(name, tag)
+    return _cache.get(key, lambda: scalar_curve(steps, values, smoothing, wall_times=walls))
 
 
 def _graph_key(name: str) -> tuple[GraphRecord, tuple]:

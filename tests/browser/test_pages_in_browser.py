@@ -4,6 +4,7 @@ in the browser console. Waits with wait_for_* only."""
 from __future__ import annotations
 
 from browser_helpers import click_node, node_point, open_page
+from selenium.webdriver.support.wait import WebDriverWait
 
 from engine.record import RunWriter
 from workbench.pages.runs import REFRESH_MS
@@ -62,6 +63,23 @@ def test_scalars_page_overlays_the_runs(workbench, recorded_runs):
     for run in recorded_runs.runs:
         workbench.wait_for_contains_text("#scalars-curves-div .legend", run)
     workbench.wait_for_contains_text("#scalars-curves-div .gtitle", "loss")
+    assert workbench.get_logs() == []
+
+
+def test_a_scalars_address_opens_its_view_and_the_axis_and_scale_switch(workbench,
+                                                                         recorded_runs):
+    run = recorded_runs.run
+    open_page(workbench, f"/scalars?run={run}&tag=loss&x=relative")
+    workbench.wait_for_contains_text("#scalars-curves-div .xtitle", "relative time")
+    workbench.wait_for_contains_text("#scalars-curves-div .legend", run)
+    workbench.find_element("#scalars-x-axis-radio input[value='wall']").click()
+    workbench.wait_for_contains_text("#scalars-curves-div .xtitle", "wall time")
+    workbench.find_element("#scalars-log-scale-check input").click()
+    workbench.wait_for_element("#scalars-curves-div .yaxislayer-above")
+    WebDriverWait(workbench.driver, 10).until(
+        lambda d: "log=1" in d.find_element("css selector", "#scalars-view-link")
+        .get_attribute("href"))
+    workbench.find_element("#scalars-csv-button").click()
     assert workbench.get_logs() == []
 
 

@@ -1,12 +1,16 @@
-"""Scalars page (`/scalars`): curves of the chosen tags for several runs together, raw
-faint and smoothed bold, with TensorBoard's smoothing slider; polls for live runs."""
+"""Scalars page (`/scalars?run=A,B&tag=loss,acc&x=step|relative|wall&log=1`): curves of the
+chosen tags for several runs together, raw faint and smoothed bold, with TensorBoard's
+smoothing slider, its three horizontal axes and a log scale; downloads every point of the
+view as CSV or JSON; polls for live runs."""
 
 from __future__ import annotations
+
+import urllib.parse
 
 import dash
 from dash import Input, Output, State, dcc, html
 
-from viz.scalars import curves_figure
+from viz.scalars import STEP, X_AXES, curves_figure, series_csv, series_json
 from workbench import data, inputs
 from workbench.pages.common import (
     PROBLEMS,
@@ -35,13 +39,27 @@ REFRESH_INTERVAL = "scalars-refresh-interval"
 CURVES_DIV = "scalars-curves-div"
 CURVES_LOADING = "scalars-curves-loading"
 NOTICE_TEXT = "scalars-notice-text"
+TAG_QUERY_STORE = "scalars-tag-query-store"
+X_AXIS_RADIO = "scalars-x-axis-radio"
+LOG_SCALE_CHECK = "scalars-log-scale-check"
+CSV_BUTTON = "scalars-csv-button"
+JSON_BUTTON = "scalars-json-button"
+DOWNLOAD = "scalars-download"
+VIEW_LINK = "scalars-view-link"
+LOG_ON = "log"
+X_AXIS_LABELS = {"step": "Step", "relative": "Relative", "wall": "Wall"}
 
 
-def layout(run: str | None = None, **_query) -> html.Div:
+def layout(run: str | None = None, tag: str | None = None, x: str | None = None,
+           log: str | None = None, **_query) -> html.Div:
+    """The query picks the view: runs and tags comma-separated, the x axis, log=1."""
+    x_axis = x if x in X_AXES else STEP
     return html.Div([
         page_header("Scalars", "Values logged per step; raw values faint, smoothed bold."),
         dcc.Store(id=QUERY_STORE, data=run),
+        dcc.Store(id=TAG_QUERY_STORE, data=tag),
         dcc.Interval(id=REFRESH_INTERVAL, interval=REFRESH_MS),
+        dcc.Download(id=DOWNLOAD),
         html.Div(className="controls", children=[
             labelled("Runs", dcc.Dropdown(id=RUN_DROPDOWN, multi=True)),
             labelled("Tags", dcc.Dropdown(id=TAG_DROPDOWN, multi=True)),
@@ -49,31 +67,61 @@ def layout(run: str | None = None, **_query) -> html.Div:
                 id=SMOOTHING_SLIDER, min=0, max=0.99, step=0.01, value=DEFAULT_SMOOTHING,
                 marks={0: "0", 0.6: "0.6", 0.99: "0.99"},
                 tooltip={"placement": "bottom", "always_visible": False})),
+            labelled("Horizontal axis", dcc.RadioItems(
+                id=X_AXIS_RADIO, value=x_axis, inline=True,
+                options=[{"label": X_AXIS_LABELS[a], "value": a} for a in X_AXES])),
+            labelled("Values", dcc.Checklist(
+                id=LOG_SCALE_CHECK, options=[{"label": "log scale", "value": LOG_ON}],
+                value=[LOG_ON] if log in ("1", "true", "yes") else [], inline=True)),
+            html.Div(className="control", children=[
+                html.Button("Download CSV", id=CSV_BUTTON, className="button"),
+                html.Button("Download JSON", id=JSON_BUTTON, className="button"),
+                html.A("Link to this view", id=VIEW_LINK, href=PATH, className="view-link"),
+            ]),
         ]),
         html.P(id=NOTICE_TEXT, className="message notice"),
         loading(CURVES_LOADING, html.Div(id=CURVES_DIV)),
     ])
 
 
+def _requested_names(requested, names: list[str]) -> list[str] | None:
+    """The runs a query asked for: one name, or names separated by commas (a run whose own
+    name has a comma is matched whole first). None when nothing was asked."""
+    if not isinstance(requested, str) or not requested:
+        return None
+    if requested in names:
+        return [requested]
+    return [part for part in requested.split(",") if part]
+
+
 @answers(lambda problem: ([], [], problem))
 def run_choice(requested: str | None) -> tuple[list[dict], list[str], str]:
-    """Every readable run as an option; the requested one chosen, else every healthy one
-    (every readable one when none is healthy), and a notice when the request was not met."""
+    """Every readable run as an option; the requested ones chosen, else every healthy one
+    (every readable one when none is healthy), and a notice naming a requested run that is
+    not there."""
     names, healthy = run_choices()
-    if isinstance(requested, str) and requested in names:
-        chosen = [requested]
-    else:
-        chosen = healthy or names
+    asked = _requested_names(requested, names)
+    found = [name for name in asked or () if name in names]
+    chosen = found or healthy or names
     options = run_options(names, frozenset(names) - frozenset(healthy))
-    return options, chosen, run_notice(requested, requested if chosen == [requested] else None)
+    missing = [name for name in asked or () if name not in names]
+    if asked is None:       # nothing asked, or not text at all
+        return options, chosen, run_notice(requested, None)
+    if len(asked) == 1:
+        return options, chosen, run_notice(requested, asked[0] if found else None)
+    notice = run_notice(missing[0], None) if missing else ""
+    return options, chosen, notice
 
 
 @answers(lambda _problem: ([], []))
-def tag_choice(runs: list[str] | None, current: list[str] | None) -> tuple[list[str], list[str]]:
-    """Tags of the chosen runs; keeps the current choice where it still exists, else
-    "loss" when there is one, else the first tag. A run that cannot be read adds none (the
-    curves say why)."""
+def tag_choice(runs: list[str] | None, current: list[str] | None,
+               requested: str | None = None) -> tuple[list[str], list[str]]:
+    """Tags of the chosen runs; keeps the current choice where it still exists, else the
+    tags the query asked for, else "loss" when there is one, else the first tag. A run that
+    cannot be read adds none (the curves say why)."""
     current = inputs.text_list(current, "the tags")
+    if not current and isinstance(requested, str):
+        current = [part for part in requested.split(",") if part]
     tags = set()
     for run in inputs.text_list(runs, "the runs"):
         try:
@@ -87,9 +135,19 @@ def tag_choice(runs: list[str] | None, current: list[str] | None) -> tuple[list[
     return tags, [DEFAULT_TAG] if DEFAULT_TAG in tags else tags[:1]
 
 
+def _x_axis(value) -> str:
+    if value is None:
+        return STEP
+    if value not in X_AXES:
+        raise inputs.BadInput(f"The horizontal axis must be one of {', '.join(X_AXES)}, got "
+                              f"{inputs.clipped(value)}")
+    return value
+
+
 @answers(lambda problem: [message(problem)])
 def curves(runs: list[str] | None, tags: list[str] | None, smoothing: float | None,
-           _n_intervals: int | None = None) -> list:
+           _n_intervals: int | None = None, x_axis: str | None = None,
+           log_scale: list[str] | None = None) -> list:
     """One graph per tag, one colour per run; a message for each run that cannot be read
     (the others still draw)."""
     runs = [data.check_name(run) for run in inputs.text_list(runs, "the runs")]
@@ -97,6 +155,8 @@ def curves(runs: list[str] | None, tags: list[str] | None, smoothing: float | No
     if not runs or not tags:
         return [message("Choose at least one run and one tag.")]
     weight = inputs.smoothing(smoothing, DEFAULT_SMOOTHING)
+    axis = _x_axis(x_axis)
+    log_y = LOG_ON in inputs.text_list(log_scale, "the value scale")
     problems: dict[str, str] = {}
     graphs = []
     for tag in tags:
@@ -111,7 +171,7 @@ def curves(runs: list[str] | None, tags: list[str] | None, smoothing: float | No
                 problems[run] = problem_text(exc)
         if not drawn:
             continue
-        figure = curves_figure(drawn, tag)
+        figure = curves_figure(drawn, tag, x_axis=axis, log_y=log_y)
         # A constant revision per tag keeps the user's zoom across the periodic refresh.
         figure.update_layout(uirevision=tag)
         graphs.append(dcc.Graph(id={"type": "scalars-curve-graph", "tag": tag}, figure=figure,
@@ -122,12 +182,68 @@ def curves(runs: list[str] | None, tags: list[str] | None, smoothing: float | No
     return notes + graphs
 
 
+def _chosen_series(runs, tags) -> list[tuple]:
+    """Every point of each chosen (run, tag) that exists: (run, tag, steps, walls, values)."""
+    runs = [data.check_name(run) for run in inputs.text_list(runs, "the runs")]
+    series = []
+    for run in runs:
+        present = set(data.tags(run))
+        for tag in inputs.text_list(tags, "the tags"):
+            if tag in present:
+                steps, values, walls = data.scalar_series(run, tag)
+                series.append((run, tag, steps, walls, values))
+    return series
+
+
+@answers(lambda _problem: dash.no_update)
+def download_csv(clicks, runs, tags) -> dict:
+    """The chosen runs' and tags' points at full resolution (not the drawn subsample) as
+    CSV: run,tag,step,wall_time,value."""
+    if not clicks:
+        return dash.no_update
+    return {"content": series_csv(_chosen_series(runs, tags)), "filename": "scalars.csv",
+            "type": "text/csv"}
+
+
+@answers(lambda _problem: dash.no_update)
+def download_json(clicks, runs, tags) -> dict:
+    """The same points as TensorBoard's JSON download: [[wall_time, step, value], ...] per
+    run and tag."""
+    if not clicks:
+        return dash.no_update
+    return {"content": series_json(_chosen_series(runs, tags)), "filename": "scalars.json",
+            "type": "application/json"}
+
+
+@answers(lambda _problem: PATH)
+def view_link(runs, tags, x_axis, log_scale) -> str:
+    """The address of the current view (runs, tags, axis, scale), to share or bookmark."""
+    query = {"run": ",".join(inputs.text_list(runs, "the runs")),
+             "tag": ",".join(inputs.text_list(tags, "the tags"))}
+    if _x_axis(x_axis) != STEP:
+        query["x"] = x_axis
+    if LOG_ON in inputs.text_list(log_scale, "the value scale"):
+        query["log"] = "1"
+    encoded = urllib.parse.urlencode({k: v for k, v in query.items() if v})
+    return f"{PATH}?{encoded}" if encoded else PATH
+
+
 def register_callbacks(app: dash.Dash) -> None:
     app.callback(Output(RUN_DROPDOWN, "options"), Output(RUN_DROPDOWN, "value"),
                  Output(NOTICE_TEXT, "children"), Input(QUERY_STORE, "data"))(run_choice)
     app.callback(Output(TAG_DROPDOWN, "options"), Output(TAG_DROPDOWN, "value"),
-                 Input(RUN_DROPDOWN, "value"), State(TAG_DROPDOWN, "value"))(tag_choice)
+                 Input(RUN_DROPDOWN, "value"), State(TAG_DROPDOWN, "value"),
+                 State(TAG_QUERY_STORE, "data"))(tag_choice)
     app.callback(Output(CURVES_DIV, "children"),
                  Input(RUN_DROPDOWN, "value"), Input(TAG_DROPDOWN, "value"),
-                 Input(SMOOTHING_SLIDER, "value"), Input(REFRESH_INTERVAL, "n_intervals"))(
-        curves)
+                 Input(SMOOTHING_SLIDER, "value"), Input(REFRESH_INTERVAL, "n_intervals"),
+                 Input(X_AXIS_RADIO, "value"), Input(LOG_SCALE_CHECK, "value"))(curves)
+    app.callback(Output(DOWNLOAD, "data"), Input(CSV_BUTTON, "n_clicks"),
+                 State(RUN_DROPDOWN, "value"), State(TAG_DROPDOWN, "value"),
+                 prevent_initial_call=True)(download_csv)
+    app.callback(Output(DOWNLOAD, "data", allow_duplicate=True), Input(JSON_BUTTON, "n_clicks"),
+                 State(RUN_DROPDOWN, "value"), State(TAG_DROPDOWN, "value"),
+                 prevent_initial_call=True)(download_json)
+    app.callback(Output(VIEW_LINK, "href"), Input(RUN_DROPDOWN, "value"),
+                 Input(TAG_DROPDOWN, "value"), Input(X_AXIS_RADIO, "value"),
+                 Input(LOG_SCALE_CHECK, "value"))(view_link)

@@ -1,0 +1,210 @@
+"""Scalars at scale (issue 8's goals): 3 runs x 5 tags x 100,000 points drawn within 1 s, and a
+log directory of 500 runs listed within 1 s. Each figure is printed beside a peer measured in
+the same run:
+
+  1. the Scalars callback for the 15 series (server side, cold cache), beside the naive peer:
+     the same figures with every point (no min/max downsampling), built and serialized;
+  2. headless Chromium (chromium-driver, as the browser tests use): navigation to
+     `/scalars?run=...&tag=...` until all 15 curves are drawn, on a `workbench serve` started
+     fresh; beside the same page's plotly.js drawing the un-downsampled figures (the peer);
+  3. listing 500 runs (`list_runs`, then the Runs page's table callback), beside a bare
+     `sqlite3.connect` + one SELECT per run folder (the floor any listing pays).
+
+Usage: python bench/bench_scalars.py [--points N] [--runs N] [--no-browser]"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sqlite3
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
+from bench_workbench_robust import Server  # noqa: E402  (workbench serve in a subprocess)
+
+from engine.record import RunWriter, list_runs  # noqa: E402
+
+RUNS, TAGS = ("lr-0.1", "lr-0.01", "lr-0.001"), tuple(f"metric_{k}" for k in range(5))
+
+
+def write_run(logdir: Path, name: str, points: int, seed: int) -> None:
+    """A run with TAGS, `points` each: one RunWriter point per tag, then the rest by one
+    executemany in the store's row format (RunWriter.scalar a million times takes minutes)."""
+    with RunWriter(logdir, name) as run:
+        for tag in TAGS:
+            run.scalar(tag, 1.0, 0)
+        path = Path(run.path)
+    conn = sqlite3.connect(path / "run.sqlite")
+    (seq,) = conn.execute("SELECT MAX(seq) FROM scalars").fetchone()
+    rng = np.random.default_rng(seed)
+    with conn:
+        for t, tag in enumerate(TAGS):
+            (tag_id,) = conn.execute("SELECT id FROM tags WHERE tag = ?", (tag,)).fetchone()
+            values = rng.normal(size=points).cumsum() + 100.0
+            base = seq + 1 + t * points
+            conn.executemany(
+                "INSERT INTO scalars (seq, wall_time, tag_id, step, value) VALUES (?,?,?,?,?)",
+                ((base + i, 1.7e9 + i, tag_id, i, float(values[i])) for i in range(1, points)))
+    conn.close()
+
+
+def timed(fn, repeats: int = 3) -> float:
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def server_side(logdir: Path) -> tuple[float, float, int, int]:
+    """(ours s, peer s, our payload bytes, peer payload bytes)."""
+    import plotly.io
+
+    from viz.scalars import curves_figure, scalar_curve
+    from workbench import data
+    from workbench.pages import scalars
+
+    data.set_logdir(logdir)
+
+    def ours():
+        data.clear_cache()
+        return scalars.curves(list(RUNS), list(TAGS), 0.6)
+
+    def peer():
+        figures = []
+        for tag in TAGS:
+            curves = {}
+            for run in RUNS:
+                steps, values = data.scalars(run, tag)
+                curves[run] = scalar_curve(steps, values, 0.6, max_points=len(values) + 1)
+            figures.append(plotly.io.to_json(curves_figure(curves, tag)))
+        return figures
+
+    ours_s, peer_s = timed(ours), timed(peer)
+    our_bytes = sum(len(plotly.io.to_json(g.figure)) for g in ours())
+    peer_bytes = sum(len(text) for text in peer())
+    return ours_s, peer_s, our_bytes, peer_bytes
+
+
+def browser(logdir: Path) -> tuple[float, float] | None:
+    """(ours s, peer s) from navigation to every curve drawn, or None without a driver."""
+    import shutil
+
+    if not shutil.which("chromedriver"):
+        return None
+    from selenium import webdriver
+    from selenium.webdriver.support.wait import WebDriverWait
+
+    options = webdriver.ChromeOptions()
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1280,800"):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(options=options)
+    drawn = ("return document.querySelectorAll("
+             "'#scalars-curves-div .js-plotly-plot .scatterlayer .trace').length")
+    try:
+        with Server(ROOT, logdir) as server:
+            url = (f"http://127.0.0.1:{server.port}/scalars?run={','.join(RUNS)}"
+                   f"&tag={','.join(TAGS)}")
+            driver.get(url)      # a first visit warms the browser's cache of plotly.js
+            WebDriverWait(driver, 120).until(lambda d: d.execute_script(drawn) >= 30)
+            start = time.perf_counter()
+            driver.get(url + "&x=step")
+            WebDriverWait(driver, 120).until(lambda d: d.execute_script(drawn) >= 30)
+            ours = time.perf_counter() - start
+            peer = _peer_in_browser(driver, logdir)
+    finally:
+        driver.quit()
+    return ours, peer
+
+
+def _peer_in_browser(driver, logdir: Path) -> float:
+    """The same 15 curves with every point, handed to plotly.js on a blank page."""
+    import plotly.io
+    from selenium.webdriver.support.wait import WebDriverWait
+
+    from viz.scalars import curves_figure, scalar_curve
+    from workbench import data
+
+    data.set_logdir(logdir)
+    figures = []
+    for tag in TAGS:
+        curves = {}
+        for run in RUNS:
+            steps, values = data.scalars(run, tag)
+            curves[run] = scalar_curve(steps, values, 0.6, max_points=len(values) + 1)
+        figures.append(json.loads(plotly.io.to_json(curves_figure(curves, tag))))
+    plotly_js = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+    page = Path(tempfile.mkdtemp()) / "peer.html"
+    page.write_text(f"<html><body><script src='file://{plotly_js}'></script></body></html>")
+    driver.get(f"file://{page}")
+    WebDriverWait(driver, 60).until(lambda d: d.execute_script("return !!window.Plotly"))
+    start = time.perf_counter()
+    driver.execute_script("""
+        const figures = arguments[0];
+        window.drawnAll = Promise.all(figures.map(f => {
+            const div = document.createElement('div'); document.body.appendChild(div);
+            return Plotly.newPlot(div, f.data, f.layout);
+        })).then(() => { window.done = true; });""", figures)
+    WebDriverWait(driver, 300).until(lambda d: d.execute_script("return window.done === true"))
+    return time.perf_counter() - start
+
+
+def listing(logdir: Path) -> tuple[float, float, float]:
+    """(list_runs s, the Runs table callback s, the bare-sqlite floor s)."""
+    from workbench import data
+    from workbench.pages import runs as runs_page
+
+    def floor():
+        for folder in sorted(logdir.iterdir()):
+            conn = sqlite3.connect(f"file:{folder / 'run.sqlite'}?mode=ro", uri=True)
+            conn.execute("SELECT key, value FROM meta").fetchall()
+            conn.close()
+
+    data.set_logdir(logdir)
+
+    def table():
+        data.clear_cache()
+        return runs_page.runs_table(None)
+    return timed(lambda: list_runs(logdir)), timed(table), timed(floor)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--points", type=int, default=100_000)
+    parser.add_argument("--runs", type=int, default=500)
+    parser.add_argument("--no-browser", action="store_true")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        curves_dir, many_dir = Path(tmp) / "curves", Path(tmp) / "many"
+        for seed, name in enumerate(RUNS):
+            write_run(curves_dir, name, args.points, seed)
+        print(f"Scalars: {len(RUNS)} runs x {len(TAGS)} tags x {args.points:,} points")
+        ours, peer, our_bytes, peer_bytes = server_side(curves_dir)
+        print(f"  callback, cold cache        ours {ours:6.3f} s ({our_bytes / 1e6:5.2f} MB)   "
+              f"every point {peer:6.3f} s ({peer_bytes / 1e6:6.2f} MB)   ratio "
+              f"{ours / peer:.2f}x")
+        drawn = None if args.no_browser else browser(curves_dir)
+        if drawn is None:
+            print("  browser: skipped (no chromedriver, or --no-browser)")
+        else:
+            print(f"  navigation -> drawn        ours {drawn[0]:6.3f} s (goal <= 1 s)   "
+                  f"plotly.js with every point {drawn[1]:6.3f} s   ratio "
+                  f"{drawn[0] / drawn[1]:.2f}x")
+        for k in range(args.runs):
+            with RunWriter(many_dir, f"run-{k:04d}") as run:
+                run.scalar("loss", 1.0 / (k + 1), 0)
+        listed, table, floor = listing(many_dir)
+        print(f"Listing {args.runs} runs: list_runs {listed:6.3f} s, Runs table {table:6.3f} s "
+              f"(goal <= 1 s)   bare sqlite open+select {floor:6.3f} s   ratio "
+              f"{table / floor:.2f}x")
+
+
+if __name__ == "__main__":
+    main()

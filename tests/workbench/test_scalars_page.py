@@ -1,0 +1,80 @@
+"""The Scalars page's callbacks against real run stores: addressable views
+(`/scalars?run=A,B&tag=loss,acc&x=wall&log=1`), the horizontal axis and log scale, the
+full-resolution downloads, and the link to the current view."""
+
+import csv
+import io
+import json
+import urllib.parse
+
+import numpy as np
+import pytest
+
+from engine.record import RunWriter
+from workbench import data
+from workbench.pages import scalars
+
+T0 = 1_790_000_000.0
+
+
+@pytest.fixture
+def three_runs(tmp_path):
+    for k, name in enumerate(("lr-0.1", "lr-0.01", "lr-0.001")):
+        with RunWriter(tmp_path, name) as writer:
+            for step in range(50):
+                writer.scalar("loss", 2.0 / (1 + step * (k + 1)), step, wall_time=T0 + 2 * step)
+                writer.scalar("accuracy", step / 50.0, step, wall_time=T0 + 2 * step)
+    data.set_logdir(tmp_path)
+    yield tmp_path
+    data.set_logdir("runs")
+
+
+def test_the_address_chooses_runs_tags_axis_and_scale(three_runs, text_of):
+    page = scalars.layout(run="lr-0.1,lr-0.001", tag="accuracy,loss", x="relative", log="1")
+    text = str(page)
+    assert "'relative'" in text and "'log'" in text
+    _, chosen, notice = scalars.run_choice("lr-0.1,lr-0.001")
+    assert chosen == ["lr-0.1", "lr-0.001"] and notice == ""
+    options, tags = scalars.tag_choice(chosen, None, "accuracy,loss")
+    assert options == ["accuracy", "loss"] and tags == ["accuracy", "loss"]
+    _, chosen, notice = scalars.run_choice("lr-0.1,gone")
+    assert chosen == ["lr-0.1"] and "'gone'" in notice
+    # A bad axis in the address falls back to steps instead of failing the page.
+    assert "'step'" in str(scalars.layout(x="epoch"))
+
+
+def test_curves_follow_the_axis_and_scale(three_runs, text_of):
+    graphs = scalars.curves(["lr-0.1", "lr-0.01"], ["loss"], 0.0, None, "wall", ["log"])
+    (figure,) = [g.figure for g in graphs]
+    assert figure.layout.yaxis.type == "log"
+    assert figure.layout.xaxis.title.text == "wall time"
+    assert str(np.asarray(figure.data[0].x)[0]).startswith("2026-")
+    relative = scalars.curves(["lr-0.1"], ["loss"], 0.0, None, "relative", [])[0].figure
+    assert relative.layout.xaxis.title.text == "relative time (seconds)"
+    assert list(relative.data[0].x)[:3] == [0.0, 2.0, 4.0]
+    assert "horizontal axis must be one of" in text_of(
+        scalars.curves(["lr-0.1"], ["loss"], 0.0, None, "epoch", []))
+
+
+def test_downloads_hold_every_point_of_the_chosen_runs_and_tags(three_runs):
+    sent = scalars.download_csv(1, ["lr-0.1", "lr-0.01"], ["loss", "accuracy"])
+    assert sent["filename"] == "scalars.csv"
+    rows = list(csv.DictReader(io.StringIO(sent["content"])))
+    assert len(rows) == 2 * 2 * 50
+    first = rows[0]
+    assert (first["run"], first["tag"], first["step"]) == ("lr-0.1", "loss", "0")
+    assert float(first["wall_time"]) == T0 and float(first["value"]) == 2.0
+    doc = json.loads(scalars.download_json(1, ["lr-0.001"], ["loss"])["content"])
+    assert doc["lr-0.001"]["loss"][10] == [T0 + 20, 10, pytest.approx(2.0 / 31)]
+    assert scalars.download_csv(None, ["lr-0.1"], ["loss"]) is scalars.dash.no_update
+
+
+def test_the_view_link_reopens_the_same_view(three_runs):
+    link = scalars.view_link(["lr-0.1", "lr-0.01"], ["loss"], "wall", ["log"])
+    path, _, query = link.partition("?")
+    assert path == "/scalars"
+    asked = dict(urllib.parse.parse_qsl(query))
+    assert asked == {"run": "lr-0.1,lr-0.01", "tag": "loss", "x": "wall", "log": "1"}
+    _, chosen, _ = scalars.run_choice(asked["run"])
+    assert chosen == ["lr-0.1", "lr-0.01"]
+    assert scalars.view_link([], [], None, []) == "/scalars"
