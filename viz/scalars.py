@@ -202,6 +202,30 @@ def curves_figure(curves_by_run: Mapping[str, Curve], tag: str, height: int = 42
     return figure
 
 
+def mark_step(figure: go.Figure, curves_by_run: Mapping[str, Curve], step: int,
+              x_axis: str = STEP) -> go.Figure:
+    """A dashed vertical line at `step` (an alert's, say) with a label; on a time axis at the
+    time the first run (by name) that reached the step logged it. Unchanged if none did."""
+    where = None
+    for _, curve in sorted(curves_by_run.items()):
+        at = np.flatnonzero(curve.steps >= step)
+        if at.size:
+            spans = [c.wall_times[-1] - c.wall_times[0] for c in curves_by_run.values()
+                     if c.wall_times is not None and c.wall_times.size]
+            unit, _ = relative_unit(max(spans, default=0.0))
+            where = x_values(curve, x_axis, unit)[at[0]] if x_axis != STEP else step
+            break
+    if where is None:
+        return figure
+    if isinstance(where, np.datetime64):
+        where = str(where)
+    figure.add_shape(type="line", x0=where, x1=where, y0=0, y1=1, yref="paper",
+                     line={"color": "#d62728", "dash": "dash", "width": 1.5})
+    figure.add_annotation(x=where, y=1, yref="paper", text=f"step {step}", showarrow=False,
+                          yanchor="bottom", font={"color": "#d62728", "size": 11})
+    return figure
+
+
 def series_csv(series: Sequence[tuple[str, str, np.ndarray, np.ndarray, np.ndarray]]) -> str:
     """Every point of (run, tag, steps, wall_times, values) series as CSV with a header:
     run,tag,step,wall_time,value (full resolution, values with all float64 digits)."""

@@ -18,6 +18,7 @@ from engine.record.schema import (
     DAMAGED,
     DATABASE_NAME,
     UNREADABLE,
+    AlertRecord,
     DeviceRecord,
     GraphRecord,
     PlacementRecord,
@@ -163,6 +164,10 @@ def placements(name: str, graph_version: int | None = None) -> list[PlacementRec
 
 def devices(name: str) -> list[DeviceRecord]:
     return _query(name, "devices")
+
+
+def alerts(name: str) -> list[AlertRecord]:
+    return _query(name, "alerts")
 
 
 def tags(name: str) -> list[str]:

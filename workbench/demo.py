@@ -3,6 +3,8 @@ pinned to CPU and two virtual GPUs so the partition cuts are visible, records ea
 the log directory and reports test accuracy. Two learning rates give the Scalars page two
 curves to compare; an int32 step counter pinned to a GPU shows a soft-placement fallback.
 Every step is recorded; per-op stats only on the first and every 100th (TRACE_EVERY_N_STEPS).
+A third, deliberately broken run (the naive cross entropy at a learning rate it cannot take,
+check_numerics on) stops at its first NaN/Inf and leaves an alert for the Alerts page.
 Where CUDA has a GPU, GPU:0 is that GPU and GPU:1 stays virtual."""
 
 from __future__ import annotations
@@ -50,8 +52,11 @@ def _dense(tf, inputs, fan_in: int, fan_out: int, rng, activation):
     return (activation(pre) if activation else pre), w
 
 
-def build_mlp(learning_rate: float, hidden=(64, 32), seed: int = 0) -> MlpGraph:
-    """64 -> hidden[0] (CPU:0, relu) -> hidden[1] (GPU:0, tanh) -> 10 (GPU:1) -> softmax xent."""
+def build_mlp(learning_rate: float, hidden=(64, 32), seed: int = 0,
+              naive_xent: bool = False) -> MlpGraph:
+    """64 -> hidden[0] (CPU:0, relu) -> hidden[1] (GPU:0, tanh) -> 10 (GPU:1) -> softmax xent.
+    `naive_xent` writes the cross entropy as early TF1 tutorials did, -sum(y * log(softmax)),
+    which turns into NaN once a softmax output underflows to 0 (the demo's broken run)."""
     import engine as tf
     rng = np.random.RandomState(seed)
     graph = tf.Graph()
@@ -65,7 +70,10 @@ def build_mlp(learning_rate: float, hidden=(64, 32), seed: int = 0) -> MlpGraph:
         with tf.device("/gpu:1"), tf.name_scope("logits"):
             logits, w3 = _dense(tf, h2, hidden[1], 10, rng, None)
         with tf.name_scope("loss"):
-            xent = tf.nn.softmax_cross_entropy_with_logits_v2(labels=y, logits=logits)
+            if naive_xent:
+                xent = -tf.reduce_sum(y * tf.log(tf.nn.softmax(logits)), 1)
+            else:
+                xent = tf.nn.softmax_cross_entropy_with_logits_v2(labels=y, logits=logits)
             loss = tf.reduce_mean(xent, name="mean")
         with tf.name_scope("accuracy"):
             correct = tf.equal(tf.argmax(logits, 1), tf.argmax(y, 1))
@@ -108,10 +116,62 @@ def train_mlp(logdir: str, run_name: str, learning_rate: float, steps: int, batc
         accuracy = float(sess.run(model.accuracy, {model.x: x_test, model.y: y_test}))
         for tag, w in model.weights.items():
             writer.histogram(tag, sess.run(w), steps)
+        writer.image("test_digits", digit_tiles(x_test[:32]), steps)
+        writer.image("layer1/weights", weight_image(sess.run(model.weights["layer1/weights"])),
+                     steps)
         writer.text("summary", f"test accuracy {accuracy:.4f} after {steps} steps "
                                f"(learning rate {learning_rate})", steps)
         path = writer.path
     return str(path), accuracy
+
+
+def digit_tiles(images: np.ndarray, per_row: int = 8) -> np.ndarray:
+    """8x8 digit images ([n, 64] in 0..1) side by side with a 1-pixel gap: uint8 [h, w]."""
+    rows = -(-len(images) // per_row)
+    out = np.zeros((rows * 9 - 1, per_row * 9 - 1), np.uint8)
+    for k, image in enumerate(images):
+        r, c = divmod(k, per_row)
+        out[r * 9:r * 9 + 8, c * 9:c * 9 + 8] = np.clip(image.reshape(8, 8) * 255, 0, 255)
+    return out
+
+
+def weight_image(weights: np.ndarray) -> np.ndarray:
+    """A weight matrix scaled to 0..255 (its own min to max), as an image."""
+    low, high = float(weights.min()), float(weights.max())
+    scaled = (weights - low) / (high - low) if high > low else np.zeros_like(weights)
+    return (scaled * 255).astype(np.uint8)
+
+
+def train_broken_mlp(logdir: str, run_name: str, steps: int, learning_rate: float = 5.0,
+                     seed: int = 0) -> tuple[str, int | None]:
+    """The demo's deliberately broken run: the naive cross entropy at a learning rate it
+    cannot take, with check_numerics on, so the session records a NaN/Inf alert (the first op
+    that made one, with its inputs) and stops. Returns (run folder, the step that failed)."""
+    import engine as tf
+    x_train, y_train, _, _ = load_digits_split(seed)
+    model = build_mlp(learning_rate, seed=seed, naive_xent=True)
+    config = tf.ConfigProto(virtual_gpus=2, allow_soft_placement=True, check_numerics=True,
+                            trace_every_n_steps=TRACE_EVERY_N_STEPS)
+    rng = np.random.RandomState(seed + 1)
+    failed = None
+    with tf.Session(graph=model.graph, config=config, logdir=logdir, run_name=run_name) as sess:
+        writer = sess.run_writer
+        writer.set_config({"model": "mlp with -sum(y * log(softmax))", "steps": steps,
+                           "learning_rate": learning_rate, "check_numerics": True})
+        sess.run(model.init)
+        for step in range(1, steps + 1):
+            idx = rng.randint(0, len(x_train), 64)
+            try:
+                _, loss = sess.run([model.train_op, model.loss],
+                                   {model.x: x_train[idx], model.y: y_train[idx]})
+            except tf.errors.InvalidArgumentError as e:
+                failed = step
+                writer.text("summary", f"stopped at step {step}: {str(e).splitlines()[0]}",
+                            step)
+                break
+            writer.scalar("loss", float(loss), step)
+        path = writer.path
+    return str(path), failed
 
 
 def _progress_printer(label: str, stream=sys.stderr):
@@ -143,4 +203,12 @@ def run_demo(logdir: str = "runs", steps: int = 300, progress: bool = True) -> l
         if progress:
             print(f"  test accuracy {accuracy:.4f}; recorded in {path}", flush=True)
         paths.append(path)
+    name = f"mlp-broken-{stamp}"
+    if progress:
+        print(f"Training {name}: the naive cross entropy at learning rate 5, with "
+              "check_numerics", flush=True)
+    path, failed = train_broken_mlp(logdir, name, steps)
+    if progress:
+        print(f"  stopped by a NaN/Inf alert at step {failed}; recorded in {path}", flush=True)
+    paths.append(path)
     return paths

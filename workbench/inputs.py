@@ -66,6 +66,15 @@ def smoothing(value: Any, default: float) -> float:
     return float(value)
 
 
+def optional_step(value: Any, what: str) -> int | None:
+    """A step number (a non-negative integer), or None when none was sent."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**63:
+        raise BadInput(f"{what} must be a step number, got {clipped(value)}")
+    return value
+
+
 def scope_list(value: Any) -> list[str] | None:
     """Expanded scopes kept by the page (None before the first choice)."""
     if value is None:

@@ -52,3 +52,20 @@ def test_demo_run_graph_inspector_and_loss_curve(dash_duo, demo_logdir):
     for name in runs:
         dash_duo.wait_for_contains_text("#scalars-curves-div .legend", name)
     assert dash_duo.get_logs() == []
+
+
+def test_demo_broken_run_alert_links_to_the_node_and_the_marked_loss(dash_duo, demo_logdir):
+    """The deliberately broken third run stopped at its first Inf: the Alerts page lists the
+    op that made it (the naive cross entropy's Log), and its loss link marks that step."""
+    logdir, runs = demo_logdir
+    broken = runs[-1]
+    (alert,) = RunReader(logdir / broken).alerts()
+    assert alert.node == "loss/Log" and alert.kind in ("inf", "nan", "nan_and_inf")
+    dash_duo.start_server(create_app(logdir))
+    open_page(dash_duo, "/alerts")
+    dash_duo.wait_for_contains_text(".alerts-table", "loss/Log")
+    dash_duo.wait_for_contains_text(".alerts-table", broken)
+    dash_duo.find_element(".alerts-table .alert-link[href*='scalars']").click()
+    dash_duo.wait_for_contains_text("#scalars-curves-div .annotation-text",
+                                    f"step {alert.step}")
+    assert dash_duo.get_logs() == []

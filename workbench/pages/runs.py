@@ -49,7 +49,8 @@ def _row(info: RunInfo) -> html.Tr:
         # A damaged run still opens: what is whole shows, and each page says what is not.
         links = html.Span([_page_link("/graph", info.name, "graph"), " · ",
                            _page_link("/placement", info.name, "placement"), " · ",
-                           _page_link("/scalars", info.name, "scalars")])
+                           _page_link("/scalars", info.name, "scalars"), " · ",
+                           _page_link("/alerts", info.name, "alerts")])
     tags = ", ".join(info.tags[:TAG_LIMIT]) + (" …" if len(info.tags) > TAG_LIMIT else "")
     status = [html.Span(info.status, className=f"status status-{info.status}")]
     if info.error and not unreadable:

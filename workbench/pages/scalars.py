@@ -10,7 +10,7 @@ import urllib.parse
 import dash
 from dash import Input, Output, State, dcc, html
 
-from viz.scalars import STEP, X_AXES, curves_figure, series_csv, series_json
+from viz.scalars import STEP, X_AXES, curves_figure, mark_step, series_csv, series_json
 from workbench import data, inputs
 from workbench.pages.common import (
     PROBLEMS,
@@ -40,6 +40,7 @@ CURVES_DIV = "scalars-curves-div"
 CURVES_LOADING = "scalars-curves-loading"
 NOTICE_TEXT = "scalars-notice-text"
 TAG_QUERY_STORE = "scalars-tag-query-store"
+STEP_QUERY_STORE = "scalars-step-query-store"
 X_AXIS_RADIO = "scalars-x-axis-radio"
 LOG_SCALE_CHECK = "scalars-log-scale-check"
 CSV_BUTTON = "scalars-csv-button"
@@ -51,13 +52,16 @@ X_AXIS_LABELS = {"step": "Step", "relative": "Relative", "wall": "Wall"}
 
 
 def layout(run: str | None = None, tag: str | None = None, x: str | None = None,
-           log: str | None = None, **_query) -> html.Div:
-    """The query picks the view: runs and tags comma-separated, the x axis, log=1."""
+           log: str | None = None, step: str | None = None, **_query) -> html.Div:
+    """The query picks the view: runs and tags comma-separated, the x axis, log=1, and a
+    step to mark (an alert's: the Alerts page links here with it)."""
     x_axis = x if x in X_AXES else STEP
+    marked = int(step) if isinstance(step, str) and step.isdigit() and len(step) < 19 else None
     return html.Div([
         page_header("Scalars", "Values logged per step; raw values faint, smoothed bold."),
         dcc.Store(id=QUERY_STORE, data=run),
         dcc.Store(id=TAG_QUERY_STORE, data=tag),
+        dcc.Store(id=STEP_QUERY_STORE, data=marked),
         dcc.Interval(id=REFRESH_INTERVAL, interval=REFRESH_MS),
         dcc.Download(id=DOWNLOAD),
         html.Div(className="controls", children=[
@@ -147,9 +151,9 @@ def _x_axis(value) -> str:
 @answers(lambda problem: [message(problem)])
 def curves(runs: list[str] | None, tags: list[str] | None, smoothing: float | None,
            _n_intervals: int | None = None, x_axis: str | None = None,
-           log_scale: list[str] | None = None) -> list:
-    """One graph per tag, one colour per run; a message for each run that cannot be read
-    (the others still draw)."""
+           log_scale: list[str] | None = None, marked_step: int | None = None) -> list:
+    """One graph per tag, one colour per run, `marked_step` (if any) marked on each; a
+    message for each run that cannot be read (the others still draw)."""
     runs = [data.check_name(run) for run in inputs.text_list(runs, "the runs")]
     tags = inputs.text_list(tags, "the tags")
     if not runs or not tags:
@@ -157,6 +161,7 @@ def curves(runs: list[str] | None, tags: list[str] | None, smoothing: float | No
     weight = inputs.smoothing(smoothing, DEFAULT_SMOOTHING)
     axis = _x_axis(x_axis)
     log_y = LOG_ON in inputs.text_list(log_scale, "the value scale")
+    marked = inputs.optional_step(marked_step, "the marked step")
     problems: dict[str, str] = {}
     graphs = []
     for tag in tags:
@@ -172,6 +177,8 @@ def curves(runs: list[str] | None, tags: list[str] | None, smoothing: float | No
         if not drawn:
             continue
         figure = curves_figure(drawn, tag, x_axis=axis, log_y=log_y)
+        if marked is not None:
+            mark_step(figure, drawn, marked, axis)
         # A constant revision per tag keeps the user's zoom across the periodic refresh.
         figure.update_layout(uirevision=tag)
         graphs.append(dcc.Graph(id={"type": "scalars-curve-graph", "tag": tag}, figure=figure,
@@ -237,7 +244,8 @@ def register_callbacks(app: dash.Dash) -> None:
     app.callback(Output(CURVES_DIV, "children"),
                  Input(RUN_DROPDOWN, "value"), Input(TAG_DROPDOWN, "value"),
                  Input(SMOOTHING_SLIDER, "value"), Input(REFRESH_INTERVAL, "n_intervals"),
-                 Input(X_AXIS_RADIO, "value"), Input(LOG_SCALE_CHECK, "value"))(curves)
+                 Input(X_AXIS_RADIO, "value"), Input(LOG_SCALE_CHECK, "value"),
+                 State(STEP_QUERY_STORE, "data"))(curves)
     app.callback(Output(DOWNLOAD, "data"), Input(CSV_BUTTON, "n_clicks"),
                  State(RUN_DROPDOWN, "value"), State(TAG_DROPDOWN, "value"),
                  prevent_initial_call=True)(download_csv)
