@@ -21,6 +21,7 @@ from engine import errors
 from engine.graph_def import NodeDef
 from engine.kernels.control_flow import NO_VALUE
 from engine.kernels.registry import Constant, KernelContext
+from engine.runtime.clusters import fuse
 from engine.runtime.executor import make_kernel, node_failure, output_bytes
 from engine.runtime.executor_api import DYNAMIC
 from engine.runtime.frames import (
@@ -68,6 +69,23 @@ class DynamicPartition:
         self.roots = layout(self.items, in_edges)
         self.num_kernels = sum(1 for item in self.items if item.traced)
         self.retvals = [item for item in self.items if item.kind == RETVAL]
+        self._fused = self._fused_twin(label)
+
+    def _fused_twin(self, label: str) -> tuple:
+        """The graph an untraced step runs: the same nodes, loop bodies fused into clusters
+        (engine/runtime/clusters.py). A traced or checked step runs node by node, so its
+        step stats keep one entry per node and iteration."""
+        items = [Item(i, n) for i, n in enumerate(self.nodes)]
+        by_name = {n.name: item for n, item in zip(self.nodes, items)}
+        in_edges = link(items, by_name)
+        frames = assign_frames(items, in_edges)
+        if len(frames) == 1:
+            return self.frames, self.roots
+        for twin, item in zip(items, self.items):
+            twin.kind, twin.kernel, twin.value = item.kind, item.kernel, item.value
+            twin.copy_to, twin.traced = item.copy_to, item.traced
+        fused, edges = fuse(items, in_edges, self.device, label)
+        return frames, layout(fused, edges)
 
     # -- building -----------------------------------------------------------------------------
 
@@ -98,7 +116,9 @@ class DynamicPartition:
             deadline: Deadline | None = None) -> None:
         records = [] if stats is not None else None
         checker = stats.checker(self) if hasattr(stats, "checker") else None
-        step = _Step(self, feeds, out, rendezvous, records, checker, deadline)
+        plain = records is None and checker is None and deadline is None
+        frames, roots = self._fused if plain else (self.frames, self.roots)
+        step = _Step(self, frames, roots, feeds, out, rendezvous, records, checker, deadline)
         try:
             step.execute()
         except BaseException as e:
@@ -169,9 +189,10 @@ class _Frame:
 class _Step:
     """One run of a DynamicPartition: frames, the ready queue, and the node loop."""
 
-    def __init__(self, part: DynamicPartition, feeds, out, rendezvous, records, checker,
-                 deadline: Deadline | None):
+    def __init__(self, part: DynamicPartition, frames: dict, roots: list, feeds, out,
+                 rendezvous, records, checker, deadline: Deadline | None):
         self.part = part
+        self.roots = roots
         self.feeds = feeds
         self.out = out
         self.rendezvous = rendezvous
@@ -179,15 +200,15 @@ class _Step:
         self.checker = checker
         self.deadline = deadline
         self.ready: collections.deque = collections.deque()
-        self.root = _Frame(part.frames[ROOT_FRAME], 0, None, None)
+        self.root = _Frame(frames[ROOT_FRAME], 0, None, None)
         self.frames: dict[int, _Frame] = {0: self.root}
 
     def execute(self) -> None:
         ready = self.ready
         root_iter = self.root.iterations[0]
-        for item in self.part.roots:
+        for item in self.roots:
             ready.append((item, self.root, root_iter, False))
-        root_iter.outstanding_ops = len(self.part.roots)
+        root_iter.outstanding_ops = len(self.roots)
         waiting: list[tuple] = []
         popleft = ready.popleft
         plain = self.records is None and self.checker is None and self.deadline is None
@@ -261,6 +282,13 @@ class _Step:
             inputs[start:start + n] = item.blank
         else:
             args = []
+        if dead and item.cluster is not None:
+            outputs, members_dead = item.cluster.run_dead(args)
+            controls_dead = [members_dead[m] for m in item.cluster.control_members]
+            activated = self._activate(frame, it, item, False, outputs, controls_dead)
+            if self._adjust(frame, it, activated - 1):
+                self._frame_done(frame)
+            return
         if dead and item.kind != SEND and item.kind != RECV:
             outputs = item.dead_outputs
         else:
@@ -356,9 +384,10 @@ class _Step:
             frame = parent
 
     def _activate(self, frame: _Frame, it: _Iteration, item: Item, is_dead: bool,
-                  outputs) -> int:
+                  outputs, controls_dead: list | None = None) -> int:
         """Hands `outputs` to the consumers' input slots in iteration `it` and queues the
-        consumers that became ready; returns how many did."""
+        consumers that became ready; returns how many did. `controls_dead` gives each
+        control edge's deadness where it is not `is_dead` (a cluster's members differ)."""
         ready = self.ready
         pending, dead_counts, inputs = it.pending, it.dead, it.inputs
         activated = 0
@@ -390,7 +419,9 @@ class _Step:
             if left == 0:
                 ready.append((dst, frame, it, dead_counts[pid] > 0 and dst.kind != TRIGGER))
                 activated += 1
-        for dst in item.out_controls:
+        for n, dst in enumerate(item.out_controls):
+            if controls_dead is not None:
+                is_dead = controls_dead[n]
             pid = dst.pending_id
             if dst.kind == MERGE:
                 left = pending[pid] - 2
