@@ -163,13 +163,20 @@ class _Iteration:
         self.outstanding_ops = 0
         self.outstanding_frames = 0
 
+    def copy(self, num: int) -> _Iteration:
+        it = _Iteration.__new__(_Iteration)
+        it.num, it.pending, it.dead, it.inputs = num, self.pending[:], self.dead[:], \
+            self.inputs[:]
+        it.outstanding_ops = it.outstanding_frames = 0
+        return it
+
 
 class _Frame:
     """One instance of a frame: the root, or a loop entered in one parent iteration."""
 
     __slots__ = ("info", "id", "parent", "parent_iter", "iterations", "iteration_count",
                  "num_outstanding_iterations", "max_parallel", "num_pending_inputs",
-                 "next_iter_roots", "inv_values", "dead_exits")
+                 "next_iter_roots", "inv_values", "dead_exits", "template", "template_ready")
 
     def __init__(self, info: FrameInfo, frame_id: int, parent, parent_iter):
         self.info = info
@@ -184,6 +191,10 @@ class _Frame:
         self.next_iter_roots: list[tuple] = []
         self.inv_values: list[tuple] = []
         self.dead_exits: list[Item] = []
+        # A new iteration as the loop invariants leave it (None: none yet; False: one feeds
+        # a Merge, so each iteration takes them one by one), and the nodes they make ready.
+        self.template = None
+        self.template_ready: list[tuple] = []
 
 
 class _Step:
@@ -219,6 +230,9 @@ class _Step:
                 kind = item.kind
                 if plain and kind == KERNEL and not tagged[3] and item.fast:
                     self._run_plain(item, tagged[1], tagged[2])
+                elif plain and (kind == MERGE or kind == NEXT) and not tagged[3] and \
+                        not item.reads:
+                    self._run_loop_node(item, tagged[1], tagged[2])
                 elif kind == RECV and not tagged[3]:
                     waiting.append(tagged)
                 else:
@@ -270,6 +284,27 @@ class _Step:
                 ready.append((dst, frame, it, dead_counts[pid] > 0))
                 activated += 1
         if activated != 1 and self._adjust(frame, it, activated - 1):
+            self._frame_done(frame)
+
+    def _run_loop_node(self, item: Item, frame: _Frame, it: _Iteration) -> None:
+        """A live Merge or NextIteration in an untraced step: what _process would do for it,
+        without the branches for the other kinds."""
+        n = item.num_inputs
+        inputs = it.inputs
+        start = item.input_start
+        args = inputs[start:start + n]
+        inputs[start:start + n] = item.blank
+        if item.kind == NEXT:
+            self._next_iteration(frame, it, item, args)
+            done = self._adjust(frame, it, -1)
+        else:
+            try:
+                outputs = item.kernel(*args)
+            except BaseException as e:
+                traceback.clear_frames(e.__traceback__)
+                raise node_failure(e, item.node, self.part.device) from e
+            done = self._adjust(frame, it, self._activate(frame, it, item, False, outputs) - 1)
+        if done:
             self._frame_done(frame)
 
     def _process(self, tagged) -> None:
@@ -483,20 +518,47 @@ class _Step:
 
     def _new_iteration(self, frame: _Frame) -> _Iteration:
         frame.iteration_count += 1
-        it = _Iteration(frame.iteration_count, frame.info)
+        template = frame.template
+        it = template.copy(frame.iteration_count) if template else \
+            _Iteration(frame.iteration_count, frame.info)
         frame.iterations[it.num] = it
         frame.num_outstanding_iterations += 1
         frame.dead_exits.clear()
         roots, frame.next_iter_roots = frame.next_iter_roots, []
         activated = sum(self._activate(frame, it, item, value is NO_VALUE, (value,))
                         for item, value in roots)
-        activated += sum(self._activate(frame, it, item, value is NO_VALUE, (value,))
-                         for item, value in frame.inv_values)
+        if template:
+            ready = self.ready
+            for dst, dead in frame.template_ready:
+                ready.append((dst, frame, it, dead))
+            activated += len(frame.template_ready)
+        else:
+            activated += sum(self._activate(frame, it, item, value is NO_VALUE, (value,))
+                             for item, value in frame.inv_values)
         it.outstanding_ops += activated
         return it
 
+    def _add_to_template(self, frame: _Frame, item: Item, value) -> None:
+        """Applies a loop invariant to the frame's new-iteration template once, instead of
+        to every iteration that starts after it arrived."""
+        if frame.template is False:
+            return
+        if any(dst.kind == MERGE for dst, _, _ in item.out_edges) or any(
+                dst.kind == MERGE for dst in item.out_controls):
+            frame.template = False
+            return
+        if frame.template is None:
+            frame.template = _Iteration(-1, frame.info)
+        saved, self.ready = self.ready, collections.deque()
+        try:
+            self._activate(frame, frame.template, item, value is NO_VALUE, (value,))
+            frame.template_ready.extend((tagged[0], tagged[3]) for tagged in self.ready)
+        finally:
+            self.ready = saved
+
     def _add_loop_invariant(self, frame: _Frame, item: Item, value) -> None:
         frame.inv_values.append((item, value))
+        self._add_to_template(frame, item, value)
         for num in range(frame.iteration_count + 1):
             it = frame.iterations.get(num)
             if it is not None:
