@@ -19,6 +19,7 @@ from engine.runtime.frames import (
     RECV,
     ROOT_FRAME,
     SEND,
+    TRIGGER,
     Item,
 )
 
@@ -33,6 +34,8 @@ class Cluster:
     """What a cluster item runs: its members in a topological order, where each member's
     inputs come from (the cluster's external inputs or an earlier member's outputs), and
     which member outputs leave the cluster."""
+
+    accepts_controls = False      # every control edge into a member comes from the cluster
 
     def __init__(self, members: list[Item], label: str, device):
         self.members = members
@@ -73,48 +76,15 @@ class Cluster:
         scope: dict = {}
         args = [f"a{k}" for k in range(len(self.inputs))]
         lines = [f"def cluster({', '.join(args)}):"]
-        line_nodes = {}
+        line_nodes: dict[int, object] = {}
         for i, m in enumerate(self.members):
             ins = [args[s[1]] if s[0] == "x" else names[(s[1], s[2])] for s in self.sources[i]]
-            if m.kind == CONST:
-                scope[f"c{i}"] = m.value
-                names[(i, 0)] = f"c{i}"
-                continue
-            if m.node.op == "NoOp":
-                continue
-            if m.node.op in _FORWARDS and m.kernel.__name__ == "_identity":
-                names[(i, 0)] = ins[0]
-                continue
-            scope[f"k{i}"] = m.kernel
-            call = f"k{i}({', '.join(ins)})"
-            count = m.num_outputs
-            if count == 0:
-                lines.append(f"    {call}")
-            elif count == 1:
-                names[(i, 0)] = f"v{i}"
-                lines.append(f"    v{i} = {call}")
-            else:
-                outs = [f"v{i}_{k}" for k in range(count)]
-                for k, local in enumerate(outs):
-                    names[(i, k)] = local
-                lines.append(f"    {', '.join(outs)} = {call}")
-            line_nodes[len(lines)] = m.node
+            emit(m, f"{i}", ins, names, (i,), scope, lines, line_nodes, "    ")
         results = [names[key] for key in self.outputs]
         lines.append(f"    return {results[0]}" if len(results) == 1 else
                      f"    return ({''.join(r + ', ' for r in results)})")
-        filename = f"<engine {self.label} cluster #{next(_compile_ids)}>"
-        source = "\n".join(lines) + "\n"
-        linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-        exec(compile(source, filename, "exec"), scope)  # noqa: S102 - generated from the graph
-        fn = scope["cluster"]
-        device = self.device
-
-        def run(*values):
-            try:
-                return fn(*values)
-            except BaseException as e:
-                raise _node_error(e, fn, line_nodes, device) from e
-        self.run = run
+        self.run = build(lines, scope, line_nodes, f"{self.label} cluster", "cluster",
+                         self.device)
 
     # -- the path with a dead input: member by member, as the executor would -------------
 
@@ -144,16 +114,60 @@ class Cluster:
         return tuple(outs[pos][slot] for pos, slot in self.outputs), dead
 
 
-def find_clusters(items: list[Item], in_edges) -> list[list[Item]]:
+def emit(m: Item, tag: str, ins: list[str], names: dict, key: tuple, scope: dict,
+         lines: list[str], line_nodes: dict, indent: str) -> None:
+    """Appends member `m`'s statement (its inputs the expressions `ins`) and names its outputs
+    in `names` under `key + (slot,)`. Constants, Identity and NoOp cost no statement."""
+    if m.kind == CONST:
+        scope[f"c{tag}"] = m.value
+        names[key + (0,)] = f"c{tag}"
+        return
+    if m.node.op == "NoOp" or m.kind == TRIGGER:
+        return
+    if m.node.op in _FORWARDS and m.kernel.__name__ == "_identity":
+        names[key + (0,)] = ins[0]
+        return
+    scope[f"k{tag}"] = m.kernel
+    call = f"k{tag}({', '.join(ins)})"
+    count = m.num_outputs
+    if count == 0:
+        lines.append(f"{indent}{call}")
+    elif count == 1:
+        names[key + (0,)] = f"v{tag}"
+        lines.append(f"{indent}v{tag} = {call}")
+    else:
+        outs = [f"v{tag}_{k}" for k in range(count)]
+        for k, local in enumerate(outs):
+            names[key + (k,)] = local
+        lines.append(f"{indent}{', '.join(outs)} = {call}")
+    line_nodes[len(lines)] = m.node
+
+
+def build(lines: list[str], scope: dict, line_nodes: dict, label: str, name: str, device):
+    """Compiles generated `lines` (defining function `name`) into a callable whose errors
+    name the node of the failing line."""
+    filename = f"<engine {label} #{next(_compile_ids)}>"
+    source = "\n".join(lines) + "\n"
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    exec(compile(source, filename, "exec"), scope)  # noqa: S102 - generated from the graph
+    fn = scope[name]
+
+    def run(*values):
+        try:
+            return fn(*values)
+        except BaseException as e:
+            raise _node_error(e, fn, line_nodes, device) from e
+    return run
+
+
+def find_clusters(order: list[Item], in_edges, taken: set) -> list[list[Item]]:
     """Groups of at least two eligible nodes of one loop frame such that the graph of
     groups stays acyclic (so a group waiting for all its inputs cannot wait on itself) and
     every control edge into a member comes from its own group. Members come in a
-    topological order. [] when the graph (less its NextIteration back edges) has a cycle."""
-    order = _topological(items, in_edges)
-    if order is None:
-        return []
+    topological order (`order`, the graph's without its NextIteration edges). Nodes in
+    `taken` stay out."""
     pos = {item.id: i for i, item in enumerate(order)}
-    sends = [item for item in items if item.kind == SEND]
+    sends = [item for item in order if item.kind == SEND]
     group_of: dict[int, list[Item]] = {}
     closed: set[int] = set()      # eligible nodes no other node may join
 
@@ -181,7 +195,7 @@ def find_clusters(items: list[Item], in_edges) -> list[list[Item]]:
         return False
 
     for item in order:
-        if not _eligible(item, in_edges):
+        if item.id in taken or not _eligible(item, in_edges):
             continue
         controls = [src for src, slot in in_edges[item.id] if slot < 0]
         srcs = producers(item)
@@ -241,13 +255,20 @@ def fuse(items: list[Item], in_edges, device, label: str):
     """The fused twin of a linked graph (out-edges as (consumer, slot, producer slot), not
     yet laid out): each cluster of find_clusters replaced by one item, placed where its first
     member was. Returns the items and their in-edges, for frames.layout."""
-    groups = find_clusters(items, in_edges)
-    if not groups:
+    from engine.runtime.loops import CompiledLoop, find_loops
+    order = _topological(items, in_edges)
+    if order is None:
+        return items, in_edges
+    programs = [CompiledLoop(shape, label, device) for shape in find_loops(items, order)]
+    taken = {m.id for program in programs for m in program.members}
+    programs += [Cluster(members, label, device)
+                 for members in find_clusters(order, in_edges, taken)]
+    if not programs:
         return items, in_edges
     owner: dict[int, Item] = {}
-    for members in groups:
-        cluster_item = _cluster_item(Cluster(members, label, device))
-        for m in members:
+    for program in programs:
+        cluster_item = _cluster_item(program)
+        for m in program.members:
             owner[m.id] = cluster_item
     for item in items:
         _rewire(item, owner)
@@ -275,7 +296,7 @@ def fuse(items: list[Item], in_edges, device, label: str):
     return fused, edges
 
 
-def _cluster_item(cluster: Cluster) -> Item:
+def _cluster_item(cluster) -> Item:
     first = cluster.members[0]
     item = Item(first.id, first.node)
     item.kind, item.frame, item.traced = KERNEL, first.frame, False
@@ -304,6 +325,9 @@ def _rewire(item: Item, owner: dict[int, Item]) -> None:
         target = owner.get(dst.id)
         if src is not None and target is src:
             src.cluster.internal(item.id, dst.id, -1, 0)
+            continue
+        if target is not None and target.cluster.accepts_controls:
+            controls.append(target)
             continue
         if target is not None:
             raise errors.InternalError(dst.node, None, f"Fusing the loop body put {dst.node.name} "
