@@ -22,6 +22,11 @@ class TensorArrayStore:
         attr = node.attr
         self.name = node.name
         self.dtype = attr["dtype"]
+        # The torch dtype a write may skip the dtype check for (None where two TF dtypes
+        # share it, as the quantized ones do).
+        torch_dtype = self.dtype.torch_dtype
+        self.torch_dtype = torch_dtype if torch_dtype is not None and \
+            dtypes.as_dtype(torch_dtype) is self.dtype else None
         self.dynamic_size = bool(attr.get("dynamic_size", False))
         self.clear_after_read = bool(attr.get("clear_after_read", True))
         self.identical = bool(attr.get("identical_element_shapes", False))
@@ -59,6 +64,12 @@ class TensorArrayStore:
             raise self._error("has already been closed.")
 
     def write(self, index: int, value: torch.Tensor) -> None:
+        values = self.values
+        if 0 <= index < len(values) and values[index] is None and not self.identical and \
+                not self.closed and not self.cleared[index] and \
+                value.dtype == self.torch_dtype:
+            values[index] = value     # the common case, each check below passed
+            return
         self._check_open()
         if index < 0:
             raise self._error(f"Writing to negative indices (index {index}) is not allowed.",
@@ -94,7 +105,8 @@ class TensorArrayStore:
         self.values[index] = value
 
     def read(self, index: int) -> torch.Tensor:
-        self._check_open()
+        if self.closed:
+            self._check_open()
         if index < 0 or index >= len(self.values):
             raise self._error(f"Tried to read from index {index} but array size is: "
                               f"{len(self.values)}")
