@@ -96,7 +96,10 @@ def reshape(node, ctx):
     values = IntList()
 
     def run(x, shape):
-        return x.reshape(values(shape))
+        wanted = values(shape)
+        # A gradient's Reshape back to the shape it already has (the common case of a
+        # broadcast reduction that reduced nothing) forwards its input, as Identity does.
+        return x if len(wanted) == x.dim() and x.shape == tuple(wanted) else x.reshape(wanted)
     return run
 
 

@@ -16,6 +16,8 @@ from engine.ops.array_shapes import check_reverse_message
 # -- shared helpers for the array kernels ----------------------------------------------------
 
 def ints(t: torch.Tensor) -> list[int]:
+    if t.dim() == 1 and not t.is_floating_point():
+        return t.tolist()
     return [int(v) for v in t.reshape(-1).tolist()]
 
 

@@ -139,16 +139,20 @@ def squared_difference(node, ctx):
 
 @kernel("SigmoidGrad", CPU={"T": CPU_FLOAT}, GPU={"T": GPU_FLOAT})
 def sigmoid_grad(node, ctx):
+    # dy * y * (1 - y) in one kernel, torch autograd's own (three kernels otherwise)
+    return _swapped(torch.ops.aten.sigmoid_backward.default)
+
+
+def _swapped(backward):
+    """TF's (y, dy) argument order for torch's (grad_output, output) backward kernels."""
     def run(y, dy):
-        return dy * y * (1 - y)
+        return backward(dy, y)
     return run
 
 
 @kernel("TanhGrad", CPU={"T": CPU_FLOAT}, GPU={"T": GPU_FLOAT})
 def tanh_grad(node, ctx):
-    def run(y, dy):
-        return dy * (1 - y * y)
-    return run
+    return _swapped(torch.ops.aten.tanh_backward.default)     # dy * (1 - y * y)
 
 
 @kernel("RsqrtGrad", CPU={"T": CPU_FLOAT + _COMPLEX}, GPU={"T": GPU_FLOAT})

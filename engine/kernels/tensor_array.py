@@ -65,11 +65,17 @@ class TensorArrayStore:
 
     def write(self, index: int, value: torch.Tensor) -> None:
         values = self.values
-        if 0 <= index < len(values) and values[index] is None and not self.identical and \
-                not self.closed and not self.cleared[index] and \
-                value.dtype == self.torch_dtype:
-            values[index] = value     # the common case, each check below passed
-            return
+        if value.dtype == self.torch_dtype and not self.identical and not self.closed:
+            # The common cases, every check below passed: a fresh index, or the next one of
+            # a growing array (a gradient loop's accumulator).
+            if 0 <= index < len(values) and values[index] is None and \
+                    not self.cleared[index]:
+                values[index] = value
+                return
+            if index == len(values) and self.dynamic_size:
+                values.append(value)
+                self.cleared.append(False)
+                return
         self._check_open()
         if index < 0:
             raise self._error(f"Writing to negative indices (index {index}) is not allowed.",
