@@ -8,6 +8,7 @@ import collections
 import itertools
 import linecache
 import traceback
+from collections.abc import Callable
 
 from engine import errors
 from engine.kernels.control_flow import NO_VALUE
@@ -143,7 +144,8 @@ def emit(m: Item, tag: str, ins: list[str], names: dict, key: tuple, scope: dict
     line_nodes[len(lines)] = m.node
 
 
-def build(lines: list[str], scope: dict, line_nodes: dict, label: str, name: str, device):
+def build(lines: list[str], scope: dict, line_nodes: dict, label: str, name: str,
+          device) -> Callable:
     """Compiles generated `lines` (defining function `name`) into a callable whose errors
     name the node of the failing line."""
     filename = f"<engine {label} #{next(_compile_ids)}>"
@@ -253,8 +255,9 @@ def _topological(items: list[Item], in_edges) -> list[Item] | None:
 
 def fuse(items: list[Item], in_edges, device, label: str):
     """The fused twin of a linked graph (out-edges as (consumer, slot, producer slot), not
-    yet laid out): each cluster of find_clusters replaced by one item, placed where its first
-    member was. Returns the items and their in-edges, for frames.layout."""
+    yet laid out): each loop of loops.find_loops, then each cluster of find_clusters among
+    the other nodes, replaced by one item placed where its first member was. Returns the
+    items and their in-edges, for frames.layout."""
     from engine.runtime.loops import CompiledLoop, find_loops
     order = _topological(items, in_edges)
     if order is None:

@@ -1,8 +1,6 @@
-"""The fused twin's compiled while loops (engine/runtime/clusters.py fuses the rest): a
-top-level loop whose frame holds only the loop machinery (Merge, Switch, LoopCond,
-NextIteration, Exit) and plain kernels, and whose inputs can never be dead, runs as one item:
-a Python `while` over its iterations, one after another (a schedule parallel_iterations
-allows). What each iteration computes, and in which order, is the per-node executor's."""
+"""The fused twin's compiled while loops: a top-level loop of plain kernels whose inputs can
+never be dead runs as one item, a Python `while` over its iterations one after another (a
+schedule parallel_iterations allows), each iteration computing what the per-node one does."""
 
 from __future__ import annotations
 
