@@ -20,6 +20,44 @@ def host_tensor(values, dtype) -> torch.Tensor:
     return torch.from_numpy(np.array(values, dtype=dtype.numpy_dtype))
 
 
+class ShapeTensors:
+    """A shape kernel's host tensors by shape: a loop's Shape ops see the same few shapes
+    every iteration, and handing out one tensor per shape (as the executor hands out a
+    Const's) saves building it again and lets the consumers' IntList caches hit."""
+
+    __slots__ = ("dtype", "known")
+    LIMIT = 64
+
+    def __init__(self, dtype):
+        self.dtype = dtype
+        self.known: dict = {}
+
+    def __call__(self, shape) -> torch.Tensor:
+        found = self.known.get(shape)
+        if found is None:
+            if len(self.known) >= self.LIMIT:
+                self.known.clear()
+            found = self.known[shape] = host_tensor(list(shape), self.dtype)
+        return found
+
+
+class IntList:
+    """A host tensor's values as a list, remembered for the last tensor seen: the shape and
+    axis tensors a kernel reads in a loop are mostly the same objects (Consts, ShapeTensors)."""
+
+    __slots__ = ("last",)
+
+    def __init__(self):
+        self.last = (None, None)     # one tuple, replaced whole: concurrent steps read it
+
+    def __call__(self, t: torch.Tensor) -> list:
+        tensor, values = self.last
+        if t is not tensor:
+            values = t.tolist()
+            self.last = (t, values)
+        return values
+
+
 @kernel("Const", CPU={"dtype": ALL_TYPES + (dtypes.string,)}, GPU={"dtype": ALL_TYPES})
 def const(node, ctx):
     array = np.array(node.attr["value"], copy=True)
@@ -55,8 +93,13 @@ def identity(node, ctx):
 @kernel("Reshape", CPU={"T": ALL_TYPES, "Tshape": INDEX_TYPES},
         GPU={"T": ALL_TYPES, "Tshape": INDEX_TYPES}, host_memory=("shape",))
 def reshape(node, ctx):
+    values = IntList()
+
     def run(x, shape):
-        return x.reshape(shape.tolist())
+        wanted = values(shape)
+        # A gradient's Reshape back to the shape it already has (the common case of a
+        # broadcast reduction that reduced nothing) forwards its input, as Identity does.
+        return x if len(wanted) == x.dim() and x.shape == tuple(wanted) else x.reshape(wanted)
     return run
 
 
@@ -72,10 +115,10 @@ def cast(node, ctx):
 @kernel("Shape", CPU={"out_type": INDEX_TYPES}, GPU={"out_type": INDEX_TYPES},
         host_memory=("output",))
 def shape(node, ctx):
-    out = node.attr["out_type"]
+    tensors = ShapeTensors(node.attr["out_type"])
 
     def run(x):
-        return host_tensor(list(x.shape), out)
+        return tensors(x.shape)
     return run
 
 

@@ -9,13 +9,15 @@ import torch
 import torch.nn.functional as F  # noqa: N812 - torch's convention
 
 from engine import errors
-from engine.kernels.array import host_tensor
+from engine.kernels.array import ShapeTensors, host_tensor
 from engine.kernels.registry import ALL_TYPES, CPU_NUMERIC, GPU_REAL, INDEX_TYPES, kernel
 from engine.ops.array_shapes import check_reverse_message
 
 # -- shared helpers for the array kernels ----------------------------------------------------
 
 def ints(t: torch.Tensor) -> list[int]:
+    if t.dim() == 1 and not t.is_floating_point():
+        return t.tolist()
     return [int(v) for v in t.reshape(-1).tolist()]
 
 
@@ -409,9 +411,9 @@ def reverse_sequence(node, ctx):
 @kernel("ShapeN", CPU={"out_type": INDEX_TYPES}, GPU={"out_type": INDEX_TYPES},
         host_memory=("output",))
 def shape_n(node, ctx):
-    out = node.attr["out_type"]
+    tensors = ShapeTensors(node.attr["out_type"])
 
     def run(*xs):
-        return outputs([host_tensor(list(x.shape), out) for x in xs])
+        return outputs([tensors(x.shape) for x in xs])
     return run
 

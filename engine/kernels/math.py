@@ -139,16 +139,20 @@ def squared_difference(node, ctx):
 
 @kernel("SigmoidGrad", CPU={"T": CPU_FLOAT}, GPU={"T": GPU_FLOAT})
 def sigmoid_grad(node, ctx):
+    # dy * y * (1 - y) in one kernel, torch autograd's own (three kernels otherwise)
+    return _swapped(torch.ops.aten.sigmoid_backward.default)
+
+
+def _swapped(backward):
+    """TF's (y, dy) argument order for torch's (grad_output, output) backward kernels."""
     def run(y, dy):
-        return dy * y * (1 - y)
+        return backward(dy, y)
     return run
 
 
 @kernel("TanhGrad", CPU={"T": CPU_FLOAT}, GPU={"T": GPU_FLOAT})
 def tanh_grad(node, ctx):
-    def run(y, dy):
-        return dy * (1 - y * y)
-    return run
+    return _swapped(torch.ops.aten.tanh_backward.default)     # dy * (1 - y * y)
 
 
 @kernel("RsqrtGrad", CPU={"T": CPU_FLOAT + _COMPLEX}, GPU={"T": GPU_FLOAT})
@@ -189,6 +193,8 @@ def batch_matmul(node, ctx):
 # -- reductions ------------------------------------------------------------------------------
 
 def _axes(axes: torch.Tensor) -> tuple[int, ...]:
+    if axes.dim() == 1:
+        return tuple(axes.tolist())
     return tuple(axes.reshape(-1).tolist())
 
 
@@ -197,10 +203,16 @@ def _reduction(reduce):
     an empty axis list (reduce nothing), where torch would reduce every axis."""
     def factory(node, ctx):
         keep = node.attr.get("keep_dims", False)
+        memo = [(None, 0, ())]       # the last (axes, rank, dims), replaced whole
 
         def run(x, axes):
             rank = max(x.dim(), 1)
-            dims = tuple(sorted({d % rank for d in _axes(axes)}))
+            last = memo[0]
+            if axes is last[0] and rank == last[1]:
+                dims = last[2]
+            else:
+                dims = tuple(sorted({d % rank for d in _axes(axes)}))
+                memo[0] = (axes, rank, dims)
             return reduce(x, dims, keep) if dims else x
         return run
     return factory
@@ -416,7 +428,14 @@ def broadcast_gradient_args_values(s0: list[int], s1: list[int]) -> tuple[list[i
 @kernel("BroadcastGradientArgs", CPU={"T": INDEX_TYPES}, GPU={"T": INDEX_TYPES},
         host_memory=("s0", "s1", "r0", "r1"))
 def broadcast_gradient_args(node, ctx):
+    memo = [(None, None, None)]      # the last (s0, s1, result), replaced whole
+
     def run(s0, s1):
+        last = memo[0]
+        if s0 is last[0] and s1 is last[1]:
+            return last[2]
         r0, r1 = broadcast_gradient_args_values(s0.tolist(), s1.tolist())
-        return host_tensor(r0, dtypes.int32), host_tensor(r1, dtypes.int32)
+        result = host_tensor(r0, dtypes.int32), host_tensor(r1, dtypes.int32)
+        memo[0] = (s0, s1, result)
+        return result
     return run

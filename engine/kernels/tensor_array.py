@@ -25,6 +25,11 @@ class TensorArrayStore:
         attr = node.attr
         self.name = node.name
         self.dtype = attr["dtype"]
+        # The torch dtype a write may skip the dtype check for (None where two TF dtypes
+        # share it, as the quantized ones do).
+        torch_dtype = self.dtype.torch_dtype
+        self.torch_dtype = torch_dtype if torch_dtype is not None and \
+            dtypes.as_dtype(torch_dtype) is self.dtype else None
         self.dynamic_size = bool(attr.get("dynamic_size", False))
         self.clear_after_read = bool(attr.get("clear_after_read", True))
         self.identical = bool(attr.get("identical_element_shapes", False))
@@ -62,6 +67,18 @@ class TensorArrayStore:
             raise self._error("has already been closed.")
 
     def write(self, index: int, value: torch.Tensor) -> None:
+        values = self.values
+        if value.dtype == self.torch_dtype and not self.identical and not self.closed:
+            # The common cases, every check below passed: a fresh index, or the next one of
+            # a growing array (a gradient loop's accumulator).
+            if 0 <= index < len(values) and values[index] is None and \
+                    not self.cleared[index]:
+                values[index] = value
+                return
+            if index == len(values) and self.dynamic_size:
+                values.append(value)
+                self.cleared.append(False)
+                return
         self._check_open()
         if index < 0:
             raise self._error(f"Writing to negative indices (index {index}) is not allowed.",
@@ -111,7 +128,8 @@ class TensorArrayStore:
         self.values[index] = value
 
     def read(self, index: int) -> torch.Tensor:
-        self._check_open()
+        if self.closed:
+            self._check_open()
         if index < 0 or index >= len(self.values):
             raise self._error(f"Tried to read from index {index} but array size is: "
                               f"{len(self.values)}")

@@ -91,11 +91,22 @@ class GradWhileContext(WhileContext):
             return super().add_value(value)
         if is_loop_constant_enter(value.op):
             real = self.add_value(value.op.inputs[0])
+        elif value.op.type == "Const" and value.op._get_control_flow_context() is \
+                self.forward_context:
+            real = _clone_constant(self, value)   # TF's GetRealValue: a constant, no history
         else:
             real = self.grad_state.history_value(value)
         self._values.add(value.name)
         self._external_values[value.name] = real
         return real
+
+
+def _clone_constant(ctxt: GradWhileContext, value: Tensor) -> Tensor:
+    """A forward loop's constant made again in gradient loop `ctxt`."""
+    graph = value.graph
+    with graph.control_dependencies(None):      # (this also leaves every context)
+        graph._set_control_flow_context(ctxt)
+        return make_constant(value.op.get_attr("value"), dtype=value.dtype)
 
 
 class GradLoopState:

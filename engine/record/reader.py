@@ -484,7 +484,8 @@ class RunReader:
 # Every query, so no damaged row escapes as a decoding error.
 _QUERIES = ("info", "damage", "tags", "histogram_tags", "text_tags", "scalars",
             "scalar_wall_times", "scalar_series", "histograms", "texts", "image_tags", "images",
-            "tensor_summary_nodes", "tensor_summaries", "alerts", "devices", "graph_versions", "graph", "placements",
+            "tensor_summary_nodes", "tensor_summaries", "alerts", "devices", "graph_versions",
+            "graph", "placements",
             "plans", "partitions", "cut_edges", "steps", "last_traced_step", "step_stats",
             "transfers", "events")
 for _name in _QUERIES:

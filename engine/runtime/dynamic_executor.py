@@ -21,6 +21,7 @@ from engine import errors
 from engine.graph_def import NodeDef
 from engine.kernels.control_flow import NO_VALUE
 from engine.kernels.registry import Constant, KernelContext
+from engine.runtime.clusters import fuse
 from engine.runtime.executor import make_kernel, node_failure, output_bytes
 from engine.runtime.executor_api import DYNAMIC
 from engine.runtime.frames import (
@@ -70,6 +71,23 @@ class DynamicPartition:
         self.roots = layout(self.items, in_edges)
         self.num_kernels = sum(1 for item in self.items if item.traced)
         self.retvals = [item for item in self.items if item.kind == RETVAL]
+        self._fused = self._fused_twin(label)
+
+    def _fused_twin(self, label: str) -> tuple:
+        """The graph an untraced step runs: the same nodes, loop bodies fused into clusters
+        (engine/runtime/clusters.py). A traced or checked step runs node by node, so its
+        step stats keep one entry per node and iteration."""
+        items = [Item(i, n) for i, n in enumerate(self.nodes)]
+        by_name = {n.name: item for n, item in zip(self.nodes, items)}
+        in_edges = link(items, by_name)
+        frames = assign_frames(items)
+        if len(frames) == 1:
+            return self.frames, self.roots
+        for twin, item in zip(items, self.items):
+            twin.kind, twin.kernel, twin.value = item.kind, item.kernel, item.value
+            twin.copy_to, twin.traced = item.copy_to, item.traced
+        fused, edges = fuse(items, in_edges, self.device, label)
+        return frames, layout(fused, edges)
 
     # -- building -----------------------------------------------------------------------------
 
@@ -100,7 +118,9 @@ class DynamicPartition:
             deadline: Deadline | None = None) -> None:
         records = [] if stats is not None else None
         checker = stats.checker(self) if hasattr(stats, "checker") else None
-        step = _Step(self, feeds, out, rendezvous, records, checker, deadline)
+        plain = records is None and checker is None and deadline is None
+        frames, roots = self._fused if plain else (self.frames, self.roots)
+        step = _Step(self, frames, roots, feeds, out, rendezvous, records, checker, deadline)
         try:
             step.execute()
         except BaseException as e:
@@ -140,13 +160,20 @@ class _Iteration:
         self.outstanding_ops = 0
         self.outstanding_frames = 0
 
+    def copy(self, num: int) -> _Iteration:
+        it = _Iteration.__new__(_Iteration)
+        it.num, it.pending, it.dead, it.inputs = num, self.pending[:], self.dead[:], \
+            self.inputs[:]
+        it.outstanding_ops = it.outstanding_frames = 0
+        return it
+
 
 class _Frame:
     """One instance of a frame: the root, or a loop entered in one parent iteration."""
 
     __slots__ = ("info", "id", "parent", "parent_iter", "iterations", "iteration_count",
                  "num_outstanding_iterations", "max_parallel", "num_pending_inputs",
-                 "next_iter_roots", "inv_values", "dead_exits")
+                 "next_iter_roots", "inv_values", "dead_exits", "template", "template_ready")
 
     def __init__(self, info: FrameInfo, frame_id: int, parent, parent_iter):
         self.info = info
@@ -161,14 +188,19 @@ class _Frame:
         self.next_iter_roots: list[tuple] = []
         self.inv_values: list[tuple] = []
         self.dead_exits: list[Item] = []
+        # A new iteration as the loop invariants leave it (None: none yet; False: one feeds
+        # a Merge, so each iteration takes them one by one), and the nodes they make ready.
+        self.template = None
+        self.template_ready: list[tuple] = []
 
 
 class _Step:
     """One run of a DynamicPartition: frames, the ready queue, and the node loop."""
 
-    def __init__(self, part: DynamicPartition, feeds, out, rendezvous, records, checker,
-                 deadline: Deadline | None):
+    def __init__(self, part: DynamicPartition, frames: dict, roots: list, feeds, out,
+                 rendezvous, records, checker, deadline: Deadline | None):
         self.part = part
+        self.roots = roots
         self.feeds = feeds
         self.out = out
         self.rendezvous = rendezvous
@@ -176,15 +208,15 @@ class _Step:
         self.checker = checker
         self.deadline = deadline
         self.ready: collections.deque = collections.deque()
-        self.root = _Frame(part.frames[ROOT_FRAME], 0, None, None)
+        self.root = _Frame(frames[ROOT_FRAME], 0, None, None)
         self.frames: dict[int, _Frame] = {0: self.root}
 
     def execute(self) -> None:
         ready = self.ready
         root_iter = self.root.iterations[0]
-        for item in self.part.roots:
+        for item in self.roots:
             ready.append((item, self.root, root_iter, False))
-        root_iter.outstanding_ops = len(self.part.roots)
+        root_iter.outstanding_ops = len(self.roots)
         waiting: list[tuple] = []
         popleft = ready.popleft
         plain = self.records is None and self.checker is None and self.deadline is None
@@ -195,6 +227,9 @@ class _Step:
                 kind = item.kind
                 if plain and kind == KERNEL and not tagged[3] and item.fast:
                     self._run_plain(item, tagged[1], tagged[2])
+                elif plain and (kind == MERGE or kind == NEXT) and not tagged[3] and \
+                        not item.reads:
+                    self._run_loop_node(item, tagged[1], tagged[2])
                 elif kind == RECV:
                     waiting.append(tagged)
                 else:
@@ -248,6 +283,27 @@ class _Step:
         if activated != 1 and self._adjust(frame, it, activated - 1):
             self._frame_done(frame)
 
+    def _run_loop_node(self, item: Item, frame: _Frame, it: _Iteration) -> None:
+        """A live Merge or NextIteration in an untraced step: what _process would do for it,
+        without the branches for the other kinds."""
+        n = item.num_inputs
+        inputs = it.inputs
+        start = item.input_start
+        args = inputs[start:start + n]
+        inputs[start:start + n] = item.blank
+        if item.kind == NEXT:
+            self._next_iteration(frame, it, item, args)
+            done = self._adjust(frame, it, -1)
+        else:
+            try:
+                outputs = item.kernel(*args)
+            except BaseException as e:
+                traceback.clear_frames(e.__traceback__)
+                raise node_failure(e, item.node, self.part.device) from e
+            done = self._adjust(frame, it, self._activate(frame, it, item, False, outputs) - 1)
+        if done:
+            self._frame_done(frame)
+
     def _process(self, tagged, received=_NOT_RECEIVED) -> None:
         """Runs one node; a Recv whose value has come (`received`) takes it."""
         item, frame, it, dead = tagged
@@ -259,6 +315,13 @@ class _Step:
             inputs[start:start + n] = item.blank
         else:
             args = []
+        if dead and item.cluster is not None:
+            outputs, members_dead = item.cluster.run_dead(args)
+            controls_dead = [members_dead[m] for m in item.cluster.control_members]
+            activated = self._activate(frame, it, item, False, outputs, controls_dead)
+            if self._adjust(frame, it, activated - 1):
+                self._frame_done(frame)
+            return
         if dead and item.kind != SEND and item.kind != RECV:
             outputs = item.dead_outputs
         else:
@@ -356,9 +419,10 @@ class _Step:
             frame = parent
 
     def _activate(self, frame: _Frame, it: _Iteration, item: Item, is_dead: bool,
-                  outputs) -> int:
+                  outputs, controls_dead: list | None = None) -> int:
         """Hands `outputs` to the consumers' input slots in iteration `it` and queues the
-        consumers that became ready; returns how many did."""
+        consumers that became ready; returns how many did. `controls_dead` gives each
+        control edge's deadness where it is not `is_dead` (a cluster's members differ)."""
         ready = self.ready
         pending, dead_counts, inputs = it.pending, it.dead, it.inputs
         activated = 0
@@ -390,7 +454,9 @@ class _Step:
             if left == 0:
                 ready.append((dst, frame, it, dead_counts[pid] > 0 and dst.kind != TRIGGER))
                 activated += 1
-        for dst in item.out_controls:
+        for n, dst in enumerate(item.out_controls):
+            if controls_dead is not None:
+                is_dead = controls_dead[n]
             pid = dst.pending_id
             if dst.kind == MERGE:
                 left = pending[pid] - 2
@@ -452,20 +518,47 @@ class _Step:
 
     def _new_iteration(self, frame: _Frame) -> _Iteration:
         frame.iteration_count += 1
-        it = _Iteration(frame.iteration_count, frame.info)
+        template = frame.template
+        it = template.copy(frame.iteration_count) if template else \
+            _Iteration(frame.iteration_count, frame.info)
         frame.iterations[it.num] = it
         frame.num_outstanding_iterations += 1
         frame.dead_exits.clear()
         roots, frame.next_iter_roots = frame.next_iter_roots, []
         activated = sum(self._activate(frame, it, item, value is NO_VALUE, (value,))
                         for item, value in roots)
-        activated += sum(self._activate(frame, it, item, value is NO_VALUE, (value,))
-                         for item, value in frame.inv_values)
+        if template:
+            ready = self.ready
+            for dst, dead in frame.template_ready:
+                ready.append((dst, frame, it, dead))
+            activated += len(frame.template_ready)
+        else:
+            activated += sum(self._activate(frame, it, item, value is NO_VALUE, (value,))
+                             for item, value in frame.inv_values)
         it.outstanding_ops += activated
         return it
 
+    def _add_to_template(self, frame: _Frame, item: Item, value) -> None:
+        """Applies a loop invariant to the frame's new-iteration template once, instead of
+        to every iteration that starts after it arrived."""
+        if frame.template is False:
+            return
+        if any(dst.kind == MERGE for dst, _, _ in item.out_edges) or any(
+                dst.kind == MERGE for dst in item.out_controls):
+            frame.template = False
+            return
+        if frame.template is None:
+            frame.template = _Iteration(-1, frame.info)
+        saved, self.ready = self.ready, collections.deque()
+        try:
+            self._activate(frame, frame.template, item, value is NO_VALUE, (value,))
+            frame.template_ready.extend((tagged[0], tagged[3]) for tagged in self.ready)
+        finally:
+            self.ready = saved
+
     def _add_loop_invariant(self, frame: _Frame, item: Item, value) -> None:
         frame.inv_values.append((item, value))
+        self._add_to_template(frame, item, value)
         for num in range(frame.iteration_count + 1):
             it = frame.iterations.get(num)
             if it is not None:

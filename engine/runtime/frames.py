@@ -45,7 +45,7 @@ class Item:
     __slots__ = ("id", "node", "kind", "kernel", "value", "num_inputs", "input_start", "reads",
                  "out_edges", "out_controls", "num_outputs", "dead_outputs", "pending_id",
                  "frame", "child", "is_constant", "index", "key", "copy_to", "traced", "blank",
-                 "fast")
+                 "fast", "cluster")
 
     def __init__(self, index: int, node: NodeDef):
         self.id = index
@@ -70,6 +70,7 @@ class Item:
         self.copy_to = None
         self.traced = True
         self.fast = False       # no ref reads, no Merge or ControlTrigger consumer
+        self.cluster = None     # the fused twin's group of nodes (engine/runtime/clusters.py)
 
 
 def link(items: list[Item], by_name: dict[str, Item]) -> list[list[tuple]]:
