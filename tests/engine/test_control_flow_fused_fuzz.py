@@ -1,9 +1,10 @@
 """Differential check of the dynamic executor's fused twin (clusters and compiled loops) against
 the node-by-node run (a traced step) on generated programs: loops up to three deep whose bodies
-read values of every enclosing body (loop variables, and values an inner loop only reads), inner trip counts that depend on outer counters, conds on
-the counters inside bodies, and gradients through all of it. A cluster that waits on itself
-ends the step without a value (or a different one); both bugs found so far in the cycle check
-were of that kind. Seeded, so a failure names its program and reruns the same."""
+read values of every enclosing body (loop variables, and values an inner loop only reads),
+inner trip counts that depend on outer counters, conds on the counters inside bodies, and
+gradients through all of it. A cluster that waits on itself ends the step without a value (or
+a different one); both bugs found so far in the cycle check were of that kind. Seeded, so a
+failure names its program and reruns the same."""
 
 from __future__ import annotations
 
