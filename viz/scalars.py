@@ -204,17 +204,10 @@ def curves_figure(curves_by_run: Mapping[str, Curve], tag: str, height: int = 42
 
 def mark_step(figure: go.Figure, curves_by_run: Mapping[str, Curve], step: int,
               x_axis: str = STEP) -> go.Figure:
-    """A dashed vertical line at `step` (an alert's, say) with a label; on a time axis at the
-    time the first run (by name) that reached the step logged it. Unchanged if none did."""
-    where = None
-    for _, curve in sorted(curves_by_run.items()):
-        at = np.flatnonzero(curve.steps >= step)
-        if at.size:
-            spans = [c.wall_times[-1] - c.wall_times[0] for c in curves_by_run.values()
-                     if c.wall_times is not None and c.wall_times.size]
-            unit, _ = relative_unit(max(spans, default=0.0))
-            where = x_values(curve, x_axis, unit)[at[0]] if x_axis != STEP else step
-            break
+    """A dashed vertical line at `step` (an alert's, say) with a label. On a time axis it
+    stands where the first run (by name) logged that step, or its last point when the run
+    stopped before it (a step that failed logs no value); unchanged if nothing was drawn."""
+    where = step if x_axis == STEP else _time_of_step(curves_by_run, step, x_axis)
     if where is None:
         return figure
     if isinstance(where, np.datetime64):
@@ -224,6 +217,20 @@ def mark_step(figure: go.Figure, curves_by_run: Mapping[str, Curve], step: int,
     figure.add_annotation(x=where, y=1, yref="paper", text=f"step {step}", showarrow=False,
                           yanchor="bottom", font={"color": "#d62728", "size": 11})
     return figure
+
+
+def _time_of_step(curves_by_run: Mapping[str, Curve], step: int, x_axis: str):
+    timed = [(run, c) for run, c in sorted(curves_by_run.items())
+             if c.wall_times is not None and c.steps.size]
+    if not timed:
+        return None
+    spans = [c.wall_times[-1] - c.wall_times[0] for _, c in timed]
+    unit, _ = relative_unit(max(spans, default=0.0))
+    for _, curve in timed:
+        at = np.flatnonzero(curve.steps >= step)
+        if at.size:
+            return x_values(curve, x_axis, unit)[at[0]]
+    return x_values(timed[0][1], x_axis, unit)[-1]
 
 
 def series_csv(series: Sequence[tuple[str, str, np.ndarray, np.ndarray, np.ndarray]]) -> str:

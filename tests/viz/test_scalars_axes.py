@@ -92,3 +92,19 @@ def test_json_export_is_tensorboards_wall_step_value_rows():
     doc = json.loads(series_json(_series()))
     assert doc == {"run a": {"loss": [[T0, 1, 0.5], [T0 + 1.25, 2, None]]},
                    "b,c": {"acc": [[T0 + 2, 7, 1.0 / 3.0]]}}
+
+
+def test_a_marked_step_stands_where_the_run_logged_it_or_where_it_stopped():
+    from viz.scalars import mark_step
+
+    curve = _curve([0, 10, 20], [3.0, 2.0, 1.0], [T0, T0 + 60.0, T0 + 120.0])
+    at_step = mark_step(curves_figure({"a": curve}, "loss"), {"a": curve}, 15)
+    assert at_step.layout.shapes[0].x0 == 15
+    assert at_step.layout.annotations[0].text == "step 15"
+    # The failing step logged no value: on a time axis, the line stands at the last point.
+    beyond = mark_step(curves_figure({"a": curve}, "loss", x_axis=RELATIVE), {"a": curve}, 99,
+                       RELATIVE)
+    assert beyond.layout.shapes[0].x0 == 120.0
+    within = mark_step(curves_figure({"a": curve}, "loss", x_axis=RELATIVE), {"a": curve}, 10,
+                       RELATIVE)
+    assert within.layout.shapes[0].x0 == 60.0
