@@ -135,6 +135,12 @@ def step_transfers(trace: StepTrace) -> list[Transfer]:
     return found
 
 
+def _darker(color: str, factor: float = 0.65) -> str:
+    """#rrggbb scaled towards black: the bar outline that parts adjacent executions."""
+    channels = (int(color[i:i + 2], 16) for i in (1, 3, 5))
+    return "#" + "".join(f"{int(c * factor):02x}" for c in channels)
+
+
 def graph_nodes(trace: StepTrace) -> dict[str, str]:
     """Send/Recv node -> the graph node whose tensor it carries: the partitioner adds those
     nodes, so the recorded graph knows only the producer (what a click on them opens)."""
@@ -170,8 +176,9 @@ def _bar_traces(trace: StepTrace, layout: Layout) -> list[go.Bar]:
         color = device_color(lane.device)
         bars.append(go.Bar(
             orientation="h", base=starts, x=durations, y=rows[indexes], width=BAR_WIDTH,
+            # The outline parts back-to-back executions and keeps a 1 µs one visible.
             name=lane.label, customdata=custom, marker={"color": color, "line": {
-                "color": color, "width": 1}},   # the outline keeps a 1 µs op visible
+                "color": _darker(color), "width": 1}},
             hovertemplate=("<b>%{customdata[1]}</b><br>op %{customdata[2]}<br>device "
                            "%{customdata[3]}<br>start %{customdata[4]:,.1f} µs<br>duration "
                            "%{customdata[5]:,.1f} µs<br>output %{customdata[6]:,} bytes"
