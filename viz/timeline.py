@@ -155,8 +155,9 @@ def _row_centers(layout: Layout) -> np.ndarray:
     return np.asarray(layout.rows, dtype=np.float64)
 
 
-def _bar_traces(trace: StepTrace, layout: Layout) -> list[go.Bar]:
-    """One horizontal bar trace per lane (its colour and legend entry)."""
+def _bar_traces(trace: StepTrace, layout: Layout) -> list[dict]:
+    """One horizontal bar trace per lane (its colour and legend entry). Traces are dicts:
+    go.Figure validates them once, where trace objects would be validated and deep-copied."""
     by_device: dict[str, list[int]] = defaultdict(list)
     for index, stat in enumerate(trace.stats):
         by_device[stat.device].append(index)
@@ -169,49 +170,49 @@ def _bar_traces(trace: StepTrace, layout: Layout) -> list[go.Bar]:
         starts = np.fromiter((s.start_us for s in stats), np.float64, len(stats))
         ends = np.fromiter((s.end_us for s in stats), np.float64, len(stats))
         durations = np.maximum(ends - starts, 0.0)
-        # An object array: plotly checks a list of tuples element by element (13x slower).
-        custom = np.array([(OP, s.node, s.op, lane.label, s.start_us, d, s.output_bytes,
-                            in_graph.get(s.node, s.node))
-                           for s, d in zip(stats, durations.tolist())], dtype=object)
+        # Text only, numbers written out for the hover: plotly checks a list of tuples
+        # element by element and deep-copies an object array, but copies text in one go.
+        custom = np.array([(OP, s.node, s.op, lane.label, f"{s.start_us:,.1f}", f"{d:,.1f}",
+                            f"{s.output_bytes:,}", in_graph.get(s.node, s.node))
+                           for s, d in zip(stats, durations.tolist())], dtype=str)
         color = device_color(lane.device)
-        bars.append(go.Bar(
-            orientation="h", base=starts, x=durations, y=rows[indexes], width=BAR_WIDTH,
+        bars.append(dict(
+            type="bar", orientation="h", base=starts, x=durations, y=rows[indexes],
+            width=BAR_WIDTH, name=lane.label, customdata=custom,
             # The outline parts back-to-back executions and keeps a 1 µs one visible.
-            name=lane.label, customdata=custom, marker={"color": color, "line": {
-                "color": _darker(color), "width": 1}},
+            marker={"color": color, "line": {"color": _darker(color), "width": 1}},
             hovertemplate=("<b>%{customdata[1]}</b><br>op %{customdata[2]}<br>device "
-                           "%{customdata[3]}<br>start %{customdata[4]:,.1f} µs<br>duration "
-                           "%{customdata[5]:,.1f} µs<br>output %{customdata[6]:,} bytes"
+                           "%{customdata[3]}<br>start %{customdata[4]} µs<br>duration "
+                           "%{customdata[5]} µs<br>output %{customdata[6]} bytes"
                            "<extra></extra>")))
     return bars
 
 
-def _transfer_trace(transfers: Sequence[Transfer], layout: Layout, row_of: dict) -> go.Scatter:
-    """Arrows as one line trace: a segment per transfer, an arrowhead at the recv's end."""
+def _transfer_trace(transfers: Sequence[Transfer], layout: Layout, row_of: dict) -> dict:
+    """Arrows as one line trace: a segment per transfer, an arrowhead (pointing along the
+    segment, whatever the zoom) at the recv's end."""
+    label = {lane.device: lane.label for lane in layout.lanes}
     xs: list = []
     ys: list = []
     custom: list = []
     sizes: list = []
-    symbols: list = []
     for t in transfers:
         took = max(t.recv.end_us - t.send.end_us, 0.0)
-        data = (TRANSFER, t.tensor, device_label(t.send.device), device_label(t.recv.device),
-                t.bytes, t.send.end_us, t.recv.end_us, took)
+        data = (TRANSFER, t.tensor, label[t.send.device], label[t.recv.device], f"{t.bytes:,}",
+                f"{t.send.end_us:,.1f}", f"{t.recv.end_us:,.1f}", f"{took:,.1f}")
         xs += [t.send.end_us, t.recv.end_us, None]
         ys += [row_of[id(t.send)], row_of[id(t.recv)], None]
         custom += [data, data, data]
-        sizes += [5, 11, 0]
-        symbols += ["circle", "arrow", "circle"]
-    return go.Scatter(
-        x=xs, y=ys, mode="lines+markers", name=TRANSFER_LEGEND,
-        customdata=np.array(custom, dtype=object),
+        sizes += [0, 11, 0]
+    return dict(
+        type="scatter", x=xs, y=ys, mode="lines+markers", name=TRANSFER_LEGEND,
+        customdata=np.array(custom, dtype=str),
         line={"color": TRANSFER_COLOR, "width": 1.5},
-        marker={"symbol": symbols, "angleref": "previous", "size": sizes,
+        marker={"symbol": "arrow", "angleref": "previous", "size": sizes,
                 "color": TRANSFER_COLOR},
         hovertemplate=("<b>%{customdata[1]}</b><br>%{customdata[2]} → %{customdata[3]}<br>"
-                       "%{customdata[4]:,} bytes<br>sent by %{customdata[5]:,.1f} µs, received "
-                       "by %{customdata[6]:,.1f} µs (%{customdata[7]:,.1f} µs later)"
-                       "<extra></extra>"))
+                       "%{customdata[4]} bytes<br>sent by %{customdata[5]} µs, received by "
+                       "%{customdata[6]} µs (%{customdata[7]} µs later)<extra></extra>"))
 
 
 def _lane_axes(layout: Layout) -> tuple[dict, list[dict]]:
@@ -230,14 +231,15 @@ def _lane_axes(layout: Layout) -> tuple[dict, list[dict]]:
 
 def timeline_figure(trace: StepTrace) -> go.Figure:
     """Bars per lane, transfer arrows, time along x (zoom and pan with plotly's tools; the
-    lanes stay put). Each bar's customdata is (OP, node, op, lane, start, duration, bytes,
-    graph node): the graph node is the node itself, or for a Send/Recv the tensor's producer."""
+    lanes stay put). Each bar's customdata is text: (OP, node, op, lane, start, duration,
+    bytes, graph node); the graph node is the node itself, or a Send/Recv's tensor producer."""
     layout = timeline_layout(trace)
-    figure = go.Figure(_bar_traces(trace, layout))
+    traces = _bar_traces(trace, layout)
     transfers = step_transfers(trace)
     if transfers:
         row_of = {id(stat): row for stat, row in zip(trace.stats, layout.rows)}
-        figure.add_trace(_transfer_trace(transfers, layout, row_of))
+        traces.append(_transfer_trace(transfers, layout, row_of))
+    figure = go.Figure(traces)
     yaxis, bands = _lane_axes(layout)
     rows = sum(lane.rows for lane in layout.lanes)
     figure.update_layout(

@@ -102,10 +102,10 @@ def test_figure_draws_a_bar_per_execution_and_arrows_from_send_end_to_recv_end()
     assert sum(len(bar.x) for bar in bars) == len(trace.stats)
     custom = [tuple(row) for bar in bars for row in bar.customdata]
     loop_runs = [row for row in custom if row[1] == "while/acc"]
-    assert [row[4] for row in loop_runs] == [46.0, 56.0, 66.0]     # once per iteration
+    assert [row[4] for row in loop_runs] == ["46.0", "56.0", "66.0"]    # once per iteration
     assert all(row[0] == OP for row in custom)
     double = next(row for row in custom if row[1] == "double")
-    assert double == (OP, "double", "Mul", "GPU:0 (virtual)", 10.0, 20.0, 16, "double")
+    assert double == (OP, "double", "Mul", "GPU:0 (virtual)", "10.0", "20.0", "16", "double")
     send = next(row for row in custom if row[1] == "double/_2")
     assert send[7] == "double"      # a click on a Send/Recv opens the tensor's producer
     gpu0 = bars[1]
@@ -113,7 +113,8 @@ def test_figure_draws_a_bar_per_execution_and_arrows_from_send_end_to_recv_end()
     (arrows,) = [t for t in figure.data if t.name == TRANSFER_LEGEND]
     assert list(arrows.x) == [42.0, 45.0, None, 52.0, 55.0, None, 62.0, 65.0, None]
     assert list(arrows.y) == [1.0, 3.0, None] * 3        # GPU:0's first row -> GPU:1's row
-    assert arrows.customdata[0][0] == TRANSFER and arrows.customdata[0][4] == 100
+    assert tuple(arrows.customdata[0]) == (TRANSFER, "double:0", "GPU:0 (virtual)",
+                                           "GPU:1 (virtual)", "100", "42.0", "45.0", "3.0")
     assert list(figure.layout.yaxis.ticktext) == ["CPU:0", "GPU:0 (virtual)", "GPU:1 (virtual)"]
     assert figure.layout.yaxis.fixedrange and figure.layout.barmode == "overlay"
 
