@@ -174,6 +174,9 @@ def test_the_graph_page_reveals_and_inspects_the_node_in_the_address(store, text
     panel, selected = graph.inspect(graph.RUN_DROPDOWN, None, RUN, query)
     assert selected == "while/acc"
     assert f"ran {ITERATIONS} times" in text_of(panel)
+    # A step that is not plain digits falls back to the latest traced step.
+    assert graph.inspect(graph.RUN_DROPDOWN, None, RUN, {**query, "step": "²"})[1] == (
+        "while/acc")
     # Another run shown, or a node the graph lacks: nothing is selected.
     assert graph.inspect(graph.RUN_DROPDOWN, None, "untraced", query)[1] == ""
     assert graph.inspect(graph.RUN_DROPDOWN, None, RUN, {**query, "node": "nope"})[1] == ""

@@ -12,7 +12,7 @@ from plotly.graph_objects import Figure
 from viz.graph_figure import graph_figure
 from viz.inspector import node_details, node_stats
 from viz.message import message_figure
-from viz.scopes import SCOPE, expand_level
+from viz.scopes import OP, SCOPE, expand_level
 from workbench import data
 from workbench.inputs import click_target, scope_list, text
 from workbench.pages.common import (
@@ -98,7 +98,8 @@ def requested_node(query: dict | None, run: str) -> tuple[str, str | None] | Non
     if not node or graph is None or all(record.name != node for record in graph.nodes):
         return None
     step = query.get("step")
-    return node, step if isinstance(step, str) and step.isdigit() else None
+    digits = isinstance(step, str) and step.isascii() and step.isdigit() and len(step) < 20
+    return node, step if digits else None
 
 
 def _enclosing_scopes(node: str) -> set[str]:
@@ -174,7 +175,7 @@ def inspect(trigger: str | None, click: dict | None, run: str | None,
     if run and target is None and trigger != DAG_GRAPH:
         asked = requested_node(query, data.check_name(run))
         if asked is not None:
-            target, step = (asked[0], "op"), asked[1]
+            target, step = (asked[0], OP), asked[1]
     if not run or target is None:
         return INSPECTOR_HINT, ""
     run = data.check_name(run)
