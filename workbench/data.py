@@ -27,6 +27,7 @@ from engine.record.schema import (
 from viz.layout import layered_layout
 from viz.scalars import Curve, scalar_curve
 from viz.scopes import GraphView, all_scopes, default_expansion, scope_view
+from viz.timeline import StepTrace
 from workbench.cache import SingleFlightCache
 
 CACHE_ENTRIES = 256
@@ -40,6 +41,10 @@ _cache = SingleFlightCache(CACHE_ENTRIES, CACHE_BYTES)
 
 class UnknownRunError(LookupError):
     """A run name that is not a readable run folder directly inside the log directory."""
+
+
+class UnknownStepError(UnknownRunError):
+    """A step the run did not record with per-op stats (pages say so as for a run)."""
 
 
 def set_logdir(logdir: str | os.PathLike) -> None:
@@ -234,3 +239,23 @@ def graph_view(name: str, expanded: frozenset[str]) -> tuple[GraphView, dict[str
     positions = _cache.get((*key, view.expanded, "layout"), lambda: layered_layout(
         [node.name for node in view.nodes], [(edge.src, edge.dst) for edge in view.edges]))
     return view, positions
+
+
+def traced_steps(name: str) -> list[int]:
+    """Step numbers recorded with per-op stats, ascending (the timeline's step picker)."""
+    return [record.step for record in _query(name, "traced_steps")]
+
+
+def step_trace(name: str, step: int) -> StepTrace:
+    """What the timeline of traced step `step` draws: its op stats, its transfers, the cut
+    edges of its plan and the run's devices. UnknownStepError when it was not traced."""
+    found = {record.step: record for record in _query(name, "traced_steps")}
+    if step not in found:
+        known = ", ".join(str(s) for s in sorted(found)[-10:]) or "none"
+        raise UnknownStepError(f"step {step} of run {name} was not traced (traced steps: "
+                               f"{known})")
+    record = found[step]
+    return StepTrace(name, step, tuple(_query(name, "step_stats", step)),
+                     tuple(_query(name, "transfers", step)),
+                     tuple(_query(name, "cut_edges", record.plan)), tuple(devices(name)),
+                     record.wall_start)

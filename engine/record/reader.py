@@ -356,6 +356,16 @@ class RunReader:
             row = conn.execute("SELECT step FROM op_stats ORDER BY seq DESC LIMIT 1").fetchone()
         return None if row is None else row[0]
 
+    def traced_steps(self) -> list[StepRecord]:
+        """The steps recorded with per-op stats, by step number (the latest recording of a
+        number when it repeats)."""
+        with self._connect() as conn:
+            rows = conn.execute(
+                "SELECT step, plan, wall_start, duration_us, num_ops, bytes_moved, seq FROM steps "
+                "WHERE seq IN (SELECT MAX(seq) FROM steps GROUP BY step) AND EXISTS "
+                "(SELECT 1 FROM op_stats WHERE step_seq = steps.seq) ORDER BY step").fetchall()
+        return [StepRecord(*row) for row in rows]
+
     def step_stats(self, step: int) -> list[OpStatRecord]:
         """Op stats of the latest recorded step with this number."""
         with self._connect() as conn:
@@ -485,9 +495,8 @@ class RunReader:
 _QUERIES = ("info", "damage", "tags", "histogram_tags", "text_tags", "scalars",
             "scalar_wall_times", "scalar_series", "histograms", "texts", "image_tags", "images",
             "tensor_summary_nodes", "tensor_summaries", "alerts", "devices", "graph_versions",
-            "graph", "placements",
-            "plans", "partitions", "cut_edges", "steps", "last_traced_step", "step_stats",
-            "transfers", "events")
+            "graph", "placements", "plans", "partitions", "cut_edges", "steps",
+            "last_traced_step", "traced_steps", "step_stats", "transfers", "events")
 for _name in _QUERIES:
     setattr(RunReader, _name, _damage_is_a_store_error(getattr(RunReader, _name)))
 

@@ -1,0 +1,199 @@
+"""Timeline page (`/timeline?run=NAME&step=N`): a traced step's op executions as bars, one
+lane per device, transfers as arrows between lanes; a click on a bar opens that node on the
+Graph page, and the step downloads as Chrome trace JSON (Perfetto, chrome://tracing)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+from urllib.parse import urlencode
+
+import dash
+from dash import Input, Output, State, dcc, html, no_update
+from plotly.graph_objects import Figure
+
+from viz.message import message_figure
+from viz.timeline import OP, chrome_trace, timeline_figure, timeline_summary
+from workbench import data
+from workbench.inputs import MAX_TEXT, BadInput, clipped
+from workbench.pages.common import (
+    answers,
+    choose_run,
+    labelled,
+    loading,
+    page_header,
+    run_choices,
+    run_notice,
+    run_options,
+)
+
+PATH = "/timeline"
+NAME = "Timeline"
+GRAPH_PATH = "/graph"
+MAX_STEP = 2 ** 63 - 1             # SQLite's largest integer
+
+QUERY_STORE = "timeline-query-store"
+RUN_DROPDOWN = "timeline-run-dropdown"
+STEP_DROPDOWN = "timeline-step-dropdown"
+DOWNLOAD_BUTTON = "timeline-download-button"
+DOWNLOAD = "timeline-trace-download"
+DOWNLOAD_TEXT = "timeline-download-text"
+BARS_GRAPH = "timeline-bars-graph"
+BARS_LOADING = "timeline-bars-loading"
+SUMMARY_TEXT = "timeline-summary-text"
+NOTICE_TEXT = "timeline-notice-text"
+STEP_NOTICE_TEXT = "timeline-step-notice-text"
+NAV_LOCATION = "timeline-nav-location"
+NAV_TEXT = "timeline-nav-text"
+
+
+def layout(run: str | None = None, step: str | None = None, **_query) -> html.Div:
+    return html.Div([
+        page_header("Timeline", "One traced step: each bar is an op execution on its device's "
+                                "lane, red arrows are Send/Recv transfers. Drag to zoom, "
+                                "click a bar to open its node in the graph."),
+        dcc.Store(id=QUERY_STORE, data={"run": run, "step": step}),
+        dcc.Location(id=NAV_LOCATION, refresh="callback-nav"),
+        dcc.Download(id=DOWNLOAD),
+        html.Div(className="controls", children=[
+            labelled("Run", dcc.Dropdown(id=RUN_DROPDOWN, clearable=False)),
+            labelled("Traced step", dcc.Dropdown(id=STEP_DROPDOWN, clearable=False)),
+            html.Button("Download Chrome trace", id=DOWNLOAD_BUTTON, className="button"),
+            html.Span(id=DOWNLOAD_TEXT, className="muted"),
+        ]),
+        html.P(id=NOTICE_TEXT, className="message notice"),
+        html.P(id=STEP_NOTICE_TEXT, className="message notice"),
+        html.P(id=SUMMARY_TEXT, className="muted"),
+        html.P(id=NAV_TEXT, className="message notice"),
+        loading(BARS_LOADING, dcc.Graph(
+            id=BARS_GRAPH, figure=message_figure("Loading timeline…"),
+            config={"scrollZoom": True, "displaylogo": False,
+                    "modeBarButtonsToRemove": ["lasso2d", "select2d"]})),
+    ])
+
+
+def step_number(value: Any, what: str = "the step") -> int | None:
+    """A step from the address (text of digits) or the picker (an int); None when none."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, str) and len(value) <= 20 and value.strip().isdigit():
+        value = int(value.strip())
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise BadInput(f"{what} must be a step number, got {clipped(value)}")
+    if not 0 <= value <= MAX_STEP:
+        raise BadInput(f"{what} must be a step number from 0, got {clipped(value)}")
+    return value
+
+
+def _query(query: Any) -> dict:
+    return query if isinstance(query, dict) else {}
+
+
+@answers(lambda problem: ([], None, problem))
+def run_choice(query: dict | None) -> tuple[list[dict], str | None, str]:
+    """(options, the run to show, a notice when it is not the one asked for)."""
+    requested = _query(query).get("run")
+    names, healthy = run_choices()
+    chosen = choose_run(names, requested, healthy)
+    options = run_options(names, frozenset(names) - frozenset(healthy))
+    return options, chosen, run_notice(requested, chosen)
+
+
+@answers(lambda problem: ([], None, problem))
+def step_choice(run: str | None, query: dict | None) -> tuple[list[dict], int | None, str]:
+    """(traced steps as options, the step to show, a notice): the step in the address when
+    the run is the one asked for and traced that step, else the latest traced step."""
+    if not run:
+        return [], None, ""
+    run = data.check_name(run)
+    steps = data.traced_steps(run)
+    options = [{"label": f"step {step}", "value": step} for step in reversed(steps)]
+    if not steps:
+        return [], None, f"Run {run} has no traced step (no step recorded per-op stats)."
+    query = _query(query)
+    requested = step_number(query.get("step"), "the step in the address")
+    if query.get("run") not in (None, "", run) or requested is None:
+        return options, steps[-1], ""
+    if requested in steps:
+        return options, requested, ""
+    return options, steps[-1], (f"Step {requested} of {run} was not traced; showing the "
+                                f"latest traced step, {steps[-1]}.")
+
+
+@answers(lambda problem: (message_figure(problem), ""))
+def timeline_view(run: str | None, step: Any) -> tuple[Figure, str]:
+    """(the figure, its summary line) for a run's traced step."""
+    if not run:
+        return message_figure("No readable run in the log directory."), ""
+    run = data.check_name(run)
+    step = step_number(step)
+    if step is None:
+        return message_figure(f"Run {run} has no traced step to draw."), ""
+    trace = data.step_trace(run, step)
+    if not trace.stats:
+        return message_figure(f"Step {step} of {run} recorded no op executions."), ""
+    figure = timeline_figure(trace)
+    # Same run and step -> same revision: a refresh keeps the user's zoom.
+    figure.update_layout(uirevision=f"{run}:{step}")
+    return figure, timeline_summary(trace)
+
+
+@answers(lambda problem: (no_update, problem))
+def download_trace(_clicks: int | None, run: str | None, step: Any) -> tuple[Any, str]:
+    """The chosen step as Chrome trace JSON, for dcc.Download."""
+    if not run:
+        return no_update, "No run to export."
+    run = data.check_name(run)
+    step = step_number(step)
+    if step is None:
+        return no_update, f"Run {run} has no traced step to export."
+    trace = data.step_trace(run, step)
+    content = json.dumps(chrome_trace(trace), separators=(",", ":"))
+    filename = f"{run}-step{step}.trace.json"
+    return ({"content": content, "filename": filename, "type": "application/json"},
+            f"Saved {filename}: open it in Perfetto (ui.perfetto.dev) or chrome://tracing.")
+
+
+def clicked_node(click: Any) -> str | None:
+    """The graph node of a clicked bar (a Send/Recv's producer); None for a click on a
+    transfer arrow or anything that is not a plotly click on a bar."""
+    if not isinstance(click, dict):
+        return None
+    points = click.get("points")
+    if not isinstance(points, list) or not points or not isinstance(points[0], dict):
+        return None
+    custom = points[0].get("customdata")
+    if not isinstance(custom, list) or len(custom) != 8 or custom[0] != OP:
+        return None
+    node = custom[7]
+    return node if isinstance(node, str) and 0 < len(node) <= MAX_TEXT else None
+
+
+def graph_href(run: str, step: int | None, node: str) -> str:
+    query = {"run": run, **({} if step is None else {"step": step}), "node": node}
+    return f"{GRAPH_PATH}?{urlencode(query)}"
+
+
+@answers(lambda problem: (no_update, problem))
+def open_in_graph(click: Any, run: str | None, step: Any) -> tuple[Any, str]:
+    """(the Graph page's address with the clicked node selected, "") for a click on a bar."""
+    node = clicked_node(click)
+    if node is None or not run:
+        return no_update, no_update
+    return graph_href(data.check_name(run), step_number(step), node), ""
+
+
+def register_callbacks(app: dash.Dash) -> None:
+    app.callback(Output(RUN_DROPDOWN, "options"), Output(RUN_DROPDOWN, "value"),
+                 Output(NOTICE_TEXT, "children"), Input(QUERY_STORE, "data"))(run_choice)
+    app.callback(Output(STEP_DROPDOWN, "options"), Output(STEP_DROPDOWN, "value"),
+                 Output(STEP_NOTICE_TEXT, "children"), Input(RUN_DROPDOWN, "value"),
+                 State(QUERY_STORE, "data"))(step_choice)
+    app.callback(Output(BARS_GRAPH, "figure"), Output(SUMMARY_TEXT, "children"),
+                 Input(RUN_DROPDOWN, "value"), Input(STEP_DROPDOWN, "value"))(timeline_view)
+    app.callback(Output(DOWNLOAD, "data"), Output(DOWNLOAD_TEXT, "children"),
+                 Input(DOWNLOAD_BUTTON, "n_clicks"), State(RUN_DROPDOWN, "value"),
+                 State(STEP_DROPDOWN, "value"), prevent_initial_call=True)(download_trace)
+    app.callback(Output(NAV_LOCATION, "href"), Output(NAV_TEXT, "children"),
+                 Input(BARS_GRAPH, "clickData"), State(RUN_DROPDOWN, "value"),
+                 State(STEP_DROPDOWN, "value"), prevent_initial_call=True)(open_in_graph)
