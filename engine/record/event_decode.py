@@ -28,6 +28,8 @@ _DTYPES = {"DT_FLOAT": "float32", "DT_DOUBLE": "float64", "DT_HALF": "float16",
            "DT_QINT8": "qint8", "DT_QUINT8": "quint8", "DT_QINT32": "qint32",
            "DT_RESOURCE": "resource", "DT_VARIANT": "variant"}
 
+DTYPE_ENUM_NAMES = {engine: enum for enum, engine in _DTYPES.items()}
+
 
 class DecodeError(ValueError):
     """A summary value or graph that parsed as a proto but does not hold what its plugin

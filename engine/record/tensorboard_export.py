@@ -172,7 +172,7 @@ def _graph_event(graph: GraphRecord) -> Any:
         node = graph_def.node.add(name=record.name, op=record.op, input=list(record.inputs),
                                   device=record.device)
         for key, value in record.attrs.items():
-            _set_attr(node.attr[key], value)
+            _set_attr(node.attr[key], key, value)
         if record.outputs:
             shapes = node.attr["_output_shapes"].list
             for spec in record.outputs:
@@ -185,8 +185,11 @@ def _graph_event(graph: GraphRecord) -> Any:
                            graph_def=graph_def.SerializeToString())
 
 
-def _set_attr(attr: Any, value: Any) -> None:
-    if isinstance(value, bool):
+def _set_attr(attr: Any, key: str, value: Any) -> None:
+    dtype = _dtype_enum(value) if key in _TYPE_ATTRS else None
+    if dtype is not None:
+        attr.type = dtype
+    elif isinstance(value, bool):
         attr.b = value
     elif isinstance(value, int) and -2**63 <= value < 2**63:
         attr.i = value
@@ -196,3 +199,20 @@ def _set_attr(attr: Any, value: Any) -> None:
         attr.s = value.encode("utf-8")
     else:
         attr.s = json.dumps(value, default=str).encode("utf-8")
+
+
+# Attributes that TensorFlow's ops declare as `type`: our graphs spell their values as the
+# engine's dtype names ("float32"), a GraphDef as DataType enums.
+_TYPE_ATTRS = frozenset({"T", "dtype", "DstT", "SrcT", "Tidx", "Tindices", "out_type"})
+
+
+def _dtype_enum(value: Any) -> int | None:
+    from tensorboard.compat.proto import types_pb2
+
+    from engine.record.event_decode import DTYPE_ENUM_NAMES
+
+    if not isinstance(value, str):
+        return None
+    ref = value.endswith("_ref")
+    name = DTYPE_ENUM_NAMES.get(value[:-4] if ref else value)
+    return None if name is None else types_pb2.DataType.Value(name + ("_REF" if ref else ""))
