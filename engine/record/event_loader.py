@@ -51,6 +51,8 @@ class EventLoader:
             return
         bad_values: list[str] = []
         parse = event_pb2.Event.FromString
+        scalars = self._scalars
+        seq, low, high, last = self._seq, self._started, self._updated, self._last_step
         for offset, record in records:
             try:
                 event = parse(record)
@@ -59,16 +61,41 @@ class EventLoader:
                     f"{shown}: the record at byte {offset} is not an Event ({exc}); "
                     f"{records.records_read} records before it were read, the remaining "
                     f"{records.size - offset} bytes are skipped")
-                return
-            self._seq += 1
+                break
+            seq += 1
+            wall = event.wall_time
+            if low is None or wall < low:
+                low = wall
+            if high is None or wall > high:
+                high = wall
             try:
-                self._event(event)
+                if event.WhichOneof("what") != "summary":
+                    self._other(event, seq, wall)
+                    continue
+                step = event.step
+                if last is None or step > last:
+                    last = step
+                # Inline for the common case, a scalar of TF1's form (torch, tensorboardX).
+                for value in event.summary.value:
+                    if value.WhichOneof("value") == "simple_value":
+                        steps, values, walls, seqs = scalars[value.tag]
+                        steps.append(step)
+                        values.append(value.simple_value)
+                        walls.append(wall)
+                        seqs.append(seq)
+                    else:
+                        self._value(value, seq, step, wall)
             except decode.DecodeError as exc:
                 bad_values.append(f"{shown}: the record at byte {offset} holds a bad value: "
                                   f"{exc}")
+        else:
+            self._check_end(records, shown, recent)
+        self._seq, self._started, self._updated, self._last_step = seq, low, high, last
         if bad_values:
             more = f" ({len(bad_values)} such records)" if len(bad_values) > 1 else ""
             self._problems.append(bad_values[0] + more)
+
+    def _check_end(self, records: RecordFile, shown: str, recent: bool) -> None:
         problem = records.problem
         if problem is not None and not (problem.truncated and recent):
             self._problems.append(
@@ -90,65 +117,52 @@ class EventLoader:
             last_step=self._last_step, records=self._seq, newest_mtime=newest_mtime,
             problems=tuple(self._problems), seqs=seqs, skipped=dict(self._skipped))
 
-    def _event(self, event: Any) -> None:
-        wall, step = event.wall_time, event.step
-        if self._started is None or wall < self._started:
-            self._started = wall
-        if self._updated is None or wall > self._updated:
-            self._updated = wall
+    def _other(self, event: Any, seq: int, wall: float) -> None:
         what = event.WhichOneof("what")
-        if what == "summary":
-            if self._last_step is None or step > self._last_step:
-                self._last_step = step
-            for value in event.summary.value:
-                self._value(value, step, wall)
-        elif what == "graph_def":
-            self._graph = (event.graph_def, self._seq, wall, False)
+        if what == "graph_def":
+            self._graph = (event.graph_def, seq, wall, False)
         elif what == "meta_graph_def" and (self._graph is None or self._graph[3]):
-            self._graph = (event.meta_graph_def, self._seq, wall, True)
+            self._graph = (event.meta_graph_def, seq, wall, True)
 
-    def _value(self, value: Any, step: int, wall: float) -> None:
+    def _value(self, value: Any, seq: int, step: int, wall: float) -> None:
         kind = value.WhichOneof("value")
         tag = value.tag
-        if kind == "simple_value":
-            self._scalar(tag, step, wall, value.simple_value)
-        elif kind == "histo":
-            self._add("histogram", tag, decode.legacy_histogram(tag, step, wall, value.histo))
+        if kind == "histo":
+            self._add("histogram", tag, seq, decode.legacy_histogram(tag, step, wall,
+                                                                     value.histo))
         elif kind == "image":
-            self._add("image", tag, decode.EncodedImage(tag, step, wall,
-                                                        value.image.encoded_image_string))
+            self._add("image", tag, seq, decode.EncodedImage(tag, step, wall,
+                                                             value.image.encoded_image_string))
         elif kind == "tensor":
-            self._tensor(value, tag, step, wall)
+            self._tensor(value, seq, tag, step, wall)
         else:
             self._skipped[kind or "empty"] += 1
 
-    def _tensor(self, value: Any, tag: str, step: int, wall: float) -> None:
+    def _tensor(self, value: Any, seq: int, tag: str, step: int, wall: float) -> None:
         plugin = value.metadata.plugin_data.plugin_name if value.HasField("metadata") else ""
         if plugin:
             self._plugins[tag] = plugin
         plugin = self._plugins.get(tag, "")
         tensor = value.tensor
         if plugin == decode.SCALARS:
-            self._scalar(tag, step, wall, decode.tensor_scalar(tensor))
+            steps, values, walls, seqs = self._scalars[tag]
+            number = decode.tensor_scalar(tensor)
+            steps.append(step)
+            values.append(number)
+            walls.append(wall)
+            seqs.append(seq)
         elif plugin == decode.HISTOGRAMS:
-            self._add("histogram", tag, decode.tensor_histogram(tag, step, wall, tensor))
+            self._add("histogram", tag, seq, decode.tensor_histogram(tag, step, wall, tensor))
         elif plugin == decode.IMAGES:
             for image in decode.tensor_images(tag, step, wall, tensor):
-                self._add("image", image.tag, image)
+                self._add("image", image.tag, seq, image)
         elif plugin == decode.TEXT:
-            self._add("text", tag, TextRecord(tag, step, wall, decode.tensor_text(tensor)))
+            self._add("text", tag, seq, TextRecord(tag, step, wall, decode.tensor_text(tensor)))
         else:
             self._skipped[plugin or "tensor without a plugin"] += 1
 
-    def _scalar(self, tag: str, step: int, wall: float, number: float) -> None:
-        steps, values, walls, seqs = self._scalars[tag]
-        steps.append(step)
-        values.append(number)
-        walls.append(wall)
-        seqs.append(self._seq)
-
-    def _add(self, kind: str, tag: str, record: Any) -> None:
-        self._by_kind[kind][tag].append((self._seq, record))
+    def _add(self, kind: str, tag: str, seq: int, record: Any) -> None:
+        self._by_kind[kind][tag].append((seq, record))
 
     def _graph_record(self):
         if self._graph is None:

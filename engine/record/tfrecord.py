@@ -21,7 +21,10 @@ _U32 = 0xFFFFFFFF
 def masked_crc32c(data: bytes | memoryview) -> int:
     """TFRecord's CRC: CRC-32C rotated right by 15 bits plus a constant, so a CRC of data
     that holds CRCs stays well spread."""
-    crc = crc32c(data)
+    return _masked(crc32c(data))
+
+
+def _masked(crc: int) -> int:
     return (((crc >> 15) | (crc << 17)) + _MASK_DELTA) & _U32
 
 
@@ -50,18 +53,25 @@ class RecordFile:
 
     def __iter__(self) -> Iterator[tuple[int, memoryview]]:
         view, size, offset = self._view, self.size, 0
+        header, data_crc = _HEADER.unpack_from, _CRC.unpack_from
+        # The common case inline (a few hundred thousand small records per file); any
+        # failing test falls through to _check, which says what is wrong.
         while offset < size:
-            problem = self._check(view, offset)
-            if problem is not None:
-                self.problem = problem
-                return
-            (length, _crc) = _HEADER.unpack_from(view, offset)
             start = offset + _HEADER.size
-            yield offset, view[start:start + length]
-            self.records_read += 1
-            offset = start + length + _CRC.size
+            if start <= size:
+                length, length_crc = header(view, offset)
+                end = start + length
+                if (end + _CRC.size <= size
+                        and _masked(crc32c(view[offset:offset + 8])) == length_crc
+                        and _masked(crc32c(view[start:end])) == data_crc(view, end)[0]):
+                    yield offset, view[start:end]
+                    self.records_read += 1
+                    offset = end + _CRC.size
+                    continue
+            self.problem = self._check(view, offset)
+            return
 
-    def _check(self, view: memoryview, offset: int) -> FramingProblem | None:
+    def _check(self, view: memoryview, offset: int) -> FramingProblem:
         remaining = self.size - offset
         if remaining < _HEADER.size:
             return self._stop(offset, True, "truncated in its length header")
@@ -77,7 +87,7 @@ class RecordFile:
         (data_crc,) = _CRC.unpack_from(view, start + length)
         if masked_crc32c(view[start:start + length]) != data_crc:
             return self._stop(offset, False, "fails its data CRC-32C")
-        return None
+        raise AssertionError(f"{self.path}: record at byte {offset} passed every check")
 
     def _stop(self, offset: int, truncated: bool, reason: str) -> FramingProblem:
         return FramingProblem(offset, self.size, self.records_read, truncated, reason)
