@@ -2,6 +2,7 @@
 simple_value as torch's SummaryWriter writes them) through our EventFileReader, beside
 tensorboard's own EventAccumulator (Reload, then Scalars of each tag) as the peer. Both read
 everything cold; the figures are the best and the median of --repeats loads, and the ratio.
+Then the TFRecord framing alone (no protobuf decoding): ours beside tensorboard's reader.
 
 Usage: python bench/bench_event_files.py [--points N] [--repeats N]"""
 
@@ -14,12 +15,12 @@ import time
 from pathlib import Path
 
 import numpy as np
-from tensorboard.backend.event_processing import event_accumulator
+from tensorboard.backend.event_processing import event_accumulator, event_file_loader
 from tensorboard.compat.proto import event_pb2, summary_pb2
 
 from engine.record import EventFileReader
 from engine.record.event_files import clear_memo
-from engine.record.tfrecord import write_record
+from engine.record.tfrecord import RecordFile, write_record
 
 TAGS = ("loss", "accuracy", "learning_rate")
 
@@ -60,6 +61,16 @@ def tensorboards(run_dir: Path) -> int:
     return sum(len(accumulator.Scalars(tag)) for tag in TAGS)
 
 
+def our_framing(run_dir: Path) -> int:
+    (path,) = run_dir.iterdir()
+    return sum(1 for _ in RecordFile(path))
+
+
+def tensorboards_framing(run_dir: Path) -> int:
+    (path,) = run_dir.iterdir()
+    return sum(1 for _ in event_file_loader.RawEventFileLoader(str(path)).Load())
+
+
 def timed(load, run_dir: Path, repeats: int) -> tuple[list[float], int]:
     times, count = [], 0
     for _ in range(repeats):
@@ -82,14 +93,21 @@ def main() -> None:
               f"{path.stat().st_size / 1e6:.1f} MB, written in {time.perf_counter() - start:.1f} s")
         ours_times, ours_count = timed(ours, run_dir, args.repeats)
         peer_times, peer_count = timed(tensorboards, run_dir, args.repeats)
+        framing = [(name, timed(load, run_dir, args.repeats)) for name, load in (
+            ("framing only: ours (crc32c)", our_framing),
+            ("framing only: tensorboard's", tensorboards_framing))]
     expected = len(TAGS) * args.points
     assert ours_count == peer_count == expected, (ours_count, peer_count, expected)
+    assert all(count == expected + 1 for _, (_, count) in framing)
     rows = (("EventFileReader (ours)", ours_times),
-            ("tensorboard EventAccumulator", peer_times))
+            ("tensorboard EventAccumulator", peer_times),
+            *((name, times) for name, (times, _) in framing))
     print(f"{'loader':32} {'best s':>8} {'median s':>9}")
     for name, times in rows:
         print(f"{name:32} {min(times):8.2f} {statistics.median(times):9.2f}")
     print(f"ratio (EventAccumulator / ours, best): {min(peer_times) / min(ours_times):.1f}x")
+    (_, (mine, _)), (_, (theirs, _)) = framing
+    print(f"ratio (framing, tensorboard's / ours, best): {min(theirs) / min(mine):.1f}x")
 
 
 if __name__ == "__main__":

@@ -1,9 +1,9 @@
 """The workbench's one door to recorded runs: resolves run names inside the log directory
 and caches reader queries keyed by the run's database stamp (mtime and size of the SQLite
 file and its WAL, or of a TensorBoard run's event files), so a live run refreshes and a
-finished one is read once. Every query
-goes through one single-flight cache bounded in entries and bytes; every key is built from
-validated values, never from what a client sent as is."""
+finished one is read once. Every query goes through one single-flight cache bounded in
+entries and bytes; every key is built from validated values, never from what a client sent
+as is."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """export_tensorboard: a recorded run's scalars, histograms, text, images and graph written as
-one TensorBoard event file (TFRecord framing, tensorboard's protos). Scalars are written as
-TF2 does (a tensor of the scalars plugin), but as float64, so every value survives."""
+one TensorBoard event file (TFRecord framing, tensorboard's protos). Scalars are TF1's
+simple_value, a float32: TensorBoard's fast data server shows no float64 scalar tensor."""
 
 from __future__ import annotations
 
@@ -95,15 +95,10 @@ def _merged(reader: Any, say: Callable[[str], None]) -> Iterator[tuple]:
 
 
 def _scalar_events(tag: str, steps: list, values: list, walls: list) -> Iterator[tuple]:
-    from tensorboard.compat.proto import event_pb2, summary_pb2, tensor_pb2, types_pb2
+    from tensorboard.compat.proto import event_pb2, summary_pb2
 
-    metadata = _plugin_metadata("scalars", summary_pb2.DATA_CLASS_SCALAR)
-    for i, (step, value, wall) in enumerate(zip(steps, values, walls)):
-        tensor = tensor_pb2.TensorProto(dtype=types_pb2.DT_DOUBLE, double_val=[value])
-        tensor.tensor_shape.SetInParent()
-        summary_value = summary_pb2.Summary.Value(tag=tag, tensor=tensor)
-        if i == 0:   # as TF2 writes it: the plugin is named with a tag's first value
-            summary_value.metadata.CopyFrom(metadata)
+    for step, value, wall in zip(steps, values, walls):
+        summary_value = summary_pb2.Summary.Value(tag=tag, simple_value=value)
         yield ("scalar", step, wall, event_pb2.Event(
             wall_time=wall, step=step, summary=summary_pb2.Summary(value=[summary_value])))
 

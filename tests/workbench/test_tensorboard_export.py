@@ -1,7 +1,7 @@
 """`workbench export --format tensorboard RUN_DIR OUT`: the event file it writes, read back
 with our EventFileReader and with tensorboard's own EventAccumulators, holds every scalar
-(float64, NaN included), histogram, text, image and the graph, with their steps and wall
-times; refusals are one line on stderr with exit status 2."""
+(as float32, TensorBoard's scalar type; NaN included), histogram, text, image and the graph,
+with their steps and wall times; refusals are one line on stderr with exit status 2."""
 
 from __future__ import annotations
 
@@ -67,8 +67,9 @@ def test_round_trip_through_our_reader(exported):
     back = EventFileReader(out)
     assert back.tags() == source.tags() == ["loss", "lr"]
     for tag in source.tags():
-        for ours, theirs in zip(source.scalars(tag), back.scalars(tag)):
-            np.testing.assert_array_equal(ours, theirs)       # float64, NaN included
+        (steps, values), (back_steps, back_values) = source.scalars(tag), back.scalars(tag)
+        np.testing.assert_array_equal(back_steps, steps)
+        np.testing.assert_array_equal(back_values, values.astype(np.float32))  # NaN included
         np.testing.assert_array_equal(source.scalar_wall_times(tag), back.scalar_wall_times(tag))
     for tag in ("weights", "buckets"):
         assert back.histograms(tag) == source.histograms(tag)
@@ -89,18 +90,26 @@ def test_round_trip_through_our_reader(exported):
     assert nodes[1].attrs == {"shape": "[3, 2]", "trainable": True}
 
 
-def test_tensorboards_accumulator_reads_every_value(exported):
+def test_tensorboards_accumulators_read_every_value(exported):
     source, out = exported
+    scalars = legacy.EventAccumulator(str(out), size_guidance={legacy.SCALARS: 0})
+    scalars.Reload()
     accumulator = plugin.EventAccumulator(str(out), size_guidance={plugin.TENSORS: 0})
     accumulator.Reload()
+    # TensorBoard's loaders turn a simple_value into a scalars-plugin tensor.
     assert accumulator.SummaryMetadata("loss").plugin_data.plugin_name == "scalars"
     for tag in source.tags():
-        events = accumulator.Tensors(tag)
         steps, values = source.scalars(tag)
-        assert [e.step for e in events] == steps.tolist()
-        assert [e.wall_time for e in events] == source.scalar_wall_times(tag).tolist()
-        read = [tensor_util.make_ndarray(e.tensor_proto).item() for e in events]
-        np.testing.assert_array_equal(read, values)
+        walls = source.scalar_wall_times(tag).tolist()
+        legacy_events, events = scalars.Scalars(tag), accumulator.Tensors(tag)
+        for read in (legacy_events, events):
+            assert [e.step for e in read] == steps.tolist()
+            assert [e.wall_time for e in read] == walls
+        np.testing.assert_array_equal([e.value for e in legacy_events],
+                                      values.astype(np.float32))
+        np.testing.assert_array_equal(
+            [tensor_util.make_ndarray(e.tensor_proto).item() for e in events],
+            values.astype(np.float32))
     texts = accumulator.Tensors("notes")
     assert [tensor_util.make_ndarray(e.tensor_proto).item().decode() for e in texts] == \
         [t.text for t in source.texts("notes")]
