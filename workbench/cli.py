@@ -1,5 +1,5 @@
-"""The `workbench` command: `serve` a log directory, or record the `demo` runs and serve
-them. Binds 127.0.0.1 unless --host says otherwise."""
+"""The `workbench` command: `serve` a log directory, record the `demo` runs and serve them,
+or `export` a run as TensorBoard event files. Binds 127.0.0.1 unless --host says otherwise."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from pathlib import Path
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8050
+EXPORT_FORMATS = ("tensorboard",)
 
 
 def _add_server_options(parser: argparse.ArgumentParser) -> None:
@@ -38,6 +39,11 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--steps", type=int, help="training steps per run (default: the demo's)")
     demo.add_argument("--no-serve", action="store_true", help="record only; do not serve")
     _add_server_options(demo)
+    export = commands.add_parser("export", help="write a run's summaries in another format")
+    export.add_argument("--format", required=True, choices=EXPORT_FORMATS,
+                        help="tensorboard: one event file that TensorBoard opens")
+    export.add_argument("run_dir", type=Path, help="the run folder to export")
+    export.add_argument("out", type=Path, help="folder to write into (created when absent)")
     return parser
 
 
@@ -84,8 +90,29 @@ def demo(args: argparse.Namespace) -> int:
     return serve(Path(args.logdir), args.host, args.port, args.allow_host, args.auth_token)
 
 
+def export(args: argparse.Namespace) -> int:
+    """`workbench export --format tensorboard RUN_DIR OUT`: progress on stdout, a failure
+    as one line on stderr with exit status 2."""
+    from engine.record import RunStoreError
+    from engine.record.tensorboard_export import export_tensorboard
+
+    try:
+        summary = export_tensorboard(args.run_dir, args.out,
+                                     progress=lambda line: print(line, flush=True))
+    except (RunStoreError, OSError) as exc:
+        print(f"workbench: error: {exc}", file=sys.stderr)
+        return 2
+    print(f"Exported {summary.scalars} scalar points, {summary.histograms} histograms, "
+          f"{summary.texts} texts, {summary.images} images and a graph of "
+          f"{summary.graph_nodes} nodes; open it with: tensorboard --logdir {args.out}",
+          flush=True)
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "serve":
         return serve(Path(args.logdir), args.host, args.port, args.allow_host, args.auth_token)
+    if args.command == "export":
+        return export(args)
     return demo(args)

@@ -1,8 +1,9 @@
 """The workbench's one door to recorded runs: resolves run names inside the log directory
 and caches reader queries keyed by the run's database stamp (mtime and size of the SQLite
-file and its WAL), so a live run refreshes and a finished one is read once. Every query
-goes through one single-flight cache bounded in entries and bytes; every key is built from
-validated values, never from what a client sent as is."""
+file and its WAL, or of a TensorBoard run's event files), so a live run refreshes and a
+finished one is read once. Every query goes through one single-flight cache bounded in
+entries and bytes; every key is built from validated values, never from what a client sent
+as is."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from engine.record import RunReader, RunStoreError, list_runs
+from engine.record import RunStoreError, event_files, list_runs, open_run
 from engine.record.schema import (
     DAMAGED,
     DATABASE_NAME,
@@ -117,7 +118,7 @@ def run_path(name: Any) -> Path:
     are accepted, so a query string cannot reach outside it."""
     path = _logdir / check_name(name)
     try:
-        found = (path / DATABASE_NAME).is_file()
+        found = (path / DATABASE_NAME).is_file() or event_files.is_event_file_run(path)
     except OSError:
         found = False
     if not found:
@@ -132,6 +133,8 @@ def _clipped(text: str, limit: int = 60) -> str:
 def _stamp(path: Path) -> tuple:
     """What changes when the run does. An empty WAL counts as none: the first reader of a
     closed run creates one, which must not make every cached query of that run miss."""
+    if event_files.is_event_file_run(path):
+        return event_files.stamp(path)
     parts = []
     for suffix in ("", "-wal"):
         try:
@@ -149,7 +152,7 @@ def _query(name: str, what: str, *args: Hashable) -> Any:
 
     def read() -> Any:
         try:
-            return getattr(RunReader(path), what)(*args)
+            return getattr(open_run(path), what)(*args)
         except RunStoreError as exc:    # the same kind (a missing tag stays a key error)
             raise type(exc)(shown(str(exc))) from exc
     return _cache.get(key, read)

@@ -51,6 +51,8 @@ from engine.record.schema import (
 if TYPE_CHECKING:
     from typing_extensions import Self
 
+    from engine.record.event_files import EventFileReader
+
 
 class RunStoreError(ValueError):
     """A folder is not a run store this reader can read, or a record in it is damaged; the
@@ -513,7 +515,21 @@ def list_runs(logdir: str | os.PathLike) -> list[RunInfo]:
             for child in sorted((p for p in root.iterdir() if p.is_dir()), key=lambda p: p.name)]
 
 
+def open_run(run_dir: str | os.PathLike) -> RunReader | EventFileReader:
+    """The reader for a run folder: EventFileReader for a folder of TensorBoard event files
+    (and no run store), RunReader otherwise. Both answer the same queries."""
+    from engine.record import event_files  # it builds on this module's errors
+
+    if event_files.is_event_file_run(run_dir):
+        return event_files.EventFileReader(run_dir)
+    return RunReader(run_dir)
+
+
 def _listed(child: Path, root: Path) -> RunInfo:
+    from engine.record import event_files  # it builds on this module's errors
+
+    if event_files.is_event_file_run(child):
+        return event_files.listed(child)
     # One broken folder must not hide the others: whatever it raises becomes its reason.
     try:
         reader = RunReader(child)
