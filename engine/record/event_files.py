@@ -185,6 +185,11 @@ class EventFileReader:
     def scalar_wall_times(self, tag: str) -> np.ndarray:
         return self._series(tag).wall_times.copy()
 
+    def scalar_series(self, tag: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(steps, values, wall times) in step order, as RunReader.scalar_series."""
+        series = self._series(tag)
+        return series.steps.copy(), series.values.copy(), series.wall_times.copy()
+
     def histograms(self, tag: str) -> list[HistogramRecord]:
         return list(self._tagged(self._loaded().histograms, "histogram", tag))
 
@@ -245,6 +250,9 @@ class EventFileReader:
 
     def last_traced_step(self) -> int | None:
         return None
+
+    def traced_steps(self) -> list[StepRecord]:
+        return []
 
     def step_stats(self, step: int) -> list[OpStatRecord]:
         raise RunStoreKeyError(f"no step {step} in run {self._dir}; TensorBoard event files "

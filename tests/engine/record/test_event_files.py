@@ -415,3 +415,12 @@ def test_empty_event_file(tmp_path):
 def test_a_folder_without_event_files_is_not_an_event_reader(tmp_path):
     with pytest.raises(RunStoreError, match="no TensorBoard event files"):
         EventFileReader(tmp_path)
+
+
+def test_an_event_file_run_answers_every_query_a_run_store_does():
+    """The pages call the same queries on both kinds of run: none may be missing here."""
+    from engine.record import reader
+    from engine.record.event_files import EventFileReader
+
+    missing = [name for name in reader._QUERIES if not hasattr(EventFileReader, name)]
+    assert missing == []
