@@ -7,7 +7,7 @@ validated values, never from what a client sent as is."""
 from __future__ import annotations
 
 import os
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +22,10 @@ from engine.record.schema import (
     GraphRecord,
     PlacementRecord,
     RunInfo,
+    StepRecord,
 )
+from viz.hierarchy import Hierarchy, HierarchyView, build_hierarchy, hierarchy_view
+from viz.hierarchy import default_expansion as hierarchy_default_expansion
 from viz.layout import layered_layout
 from viz.scalars import Curve, scalar_curve
 from viz.scopes import GraphView, all_scopes, default_expansion, scope_view
@@ -220,3 +223,64 @@ def graph_view(name: str, expanded: frozenset[str]) -> tuple[GraphView, dict[str
     positions = _cache.get((*key, view.expanded, "layout"), lambda: layered_layout(
         [node.name for node in view.nodes], [(edge.src, edge.dst) for edge in view.edges]))
     return view, positions
+
+
+# -- the graph page's hierarchy view (scopes, series, expansion), cached per graph version --
+
+
+def hierarchy(name: str) -> Hierarchy:
+    """Scopes and series of the run's graph."""
+    record, key = _graph_key(name)
+    return _cache.get((*key, "hierarchy"), lambda: build_hierarchy(record))
+
+
+def hierarchy_default(name: str) -> frozenset[str]:
+    """The groups opened when the graph is first shown."""
+    if graph(name) is None:
+        return frozenset()
+    _, key = _graph_key(name)
+    tree = hierarchy(name)
+    return _cache.get((*key, "hierarchy_default"), lambda: hierarchy_default_expansion(tree))
+
+
+def view(name: str, expanded: frozenset[str]) -> HierarchyView:
+    """The drawn boxes, leaves and edges for these expanded groups; only the hierarchy's
+    own ids reach the key."""
+    record, key = _graph_key(name)
+    tree = hierarchy(name)
+    expanded = frozenset(frozenset(expanded) & tree.groups.keys())
+    return _cache.get((*key, expanded, "view"), lambda: hierarchy_view(tree, expanded))
+
+
+def steps(name: str) -> list[StepRecord]:
+    return _query(name, "steps")
+
+
+def step_stats(name: str, step: int) -> list:
+    return _query(name, "step_stats", step)
+
+
+def transfers(name: str, step: int) -> list:
+    return _query(name, "transfers", step)
+
+
+def cut_edges(name: str) -> list:
+    return _query(name, "cut_edges", None)
+
+
+def tensor_summaries(name: str) -> list:
+    return _query(name, "tensor_summaries", None)
+
+
+def last_traced_step(name: str) -> int | None:
+    return _query(name, "last_traced_step")
+
+
+def graph_elements_for(name: str, expanded: frozenset[str], mode: str, step: int | None,
+                       partition: bool, build: Callable[[], Any]) -> Any:
+    """The page's element list for one (graph, expansion, colour mode, step, partition),
+    built once by `build` and kept while the run does not change."""
+    path = run_path(name)
+    record, key = _graph_key(name)
+    return _cache.get((*key, _stamp(path), frozenset(expanded), mode, step, partition,
+                       "elements"), build)
