@@ -273,12 +273,22 @@ def group_members(hierarchy: Hierarchy, group: str) -> list[str]:
 
 
 def representatives(hierarchy: Hierarchy, expanded: frozenset[str]) -> dict[str, str]:
-    """node name -> the visible leaf holding it: its outermost collapsed group, else itself."""
-    rep = {}
-    for name, chain in hierarchy.chains.items():
-        rep[name] = next((group for group in chain if group not in expanded),
-                         hierarchy.op_ids[name])
-    return rep
+    """node name -> the visible leaf holding it: its outermost collapsed group, else itself.
+    One pass over the groups, parents first: a group is part of its parent's leaf when the
+    parent is one, else it is a leaf itself unless it is open ("")."""
+    groups = hierarchy.groups
+    leaf_of: dict[str, str] = {ROOT: ""}
+    for gid in reversed(groups):            # _emit adds a group after all it holds
+        if gid == ROOT:
+            continue
+        above = leaf_of[groups[gid].parent]
+        if above:
+            leaf_of[gid] = above
+        elif gid in expanded and groups[gid].kind != OP:
+            leaf_of[gid] = ""
+        else:
+            leaf_of[gid] = gid
+    return {name: leaf_of[oid] for name, oid in hierarchy.op_ids.items()}
 
 
 def hierarchy_view(hierarchy: Hierarchy, expanded: Iterable[str]) -> HierarchyView:

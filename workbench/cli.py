@@ -1,11 +1,15 @@
-"""The `workbench` command: `serve` a log directory, or record the `demo` runs and serve
-them. Binds 127.0.0.1 unless --host says otherwise."""
+"""The `workbench` command: `serve` a log directory, record the `demo` runs and serve them,
+or `view` a graph file (recorded into a temporary run). Binds 127.0.0.1 unless --host says
+otherwise."""
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
+import tempfile
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -38,6 +42,13 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--steps", type=int, help="training steps per run (default: the demo's)")
     demo.add_argument("--no-serve", action="store_true", help="record only; do not serve")
     _add_server_options(demo)
+    view = commands.add_parser("view", help="open a graph file on the Graph page (recorded "
+                               "into a temporary run)")
+    view.add_argument("graph", help="a graph file written by engine.save_graph "
+                                    "(or tf.train.write_graph)")
+    view.add_argument("--logdir", default=None, help="record the run here and keep it "
+                                                     "(default: a temporary folder)")
+    _add_server_options(view)
     return parser
 
 
@@ -84,8 +95,38 @@ def demo(args: argparse.Namespace) -> int:
     return serve(Path(args.logdir), args.host, args.port, args.allow_host, args.auth_token)
 
 
+def record_graph_file(path: Path, logdir: Path) -> str:
+    """Reads a graph file with engine.load_graph and records it (not run) as a new run in
+    `logdir`; returns the run's name."""
+    import engine
+    from engine.record import RunWriter
+
+    graph = engine.load_graph(path)
+    name = re.sub(r"[^A-Za-z0-9_.-]", "_", path.stem).strip(".") or "graph"
+    with RunWriter(logdir, f"{name}-{int(time.time())}") as writer:
+        writer.add_graph(graph)
+        return writer.name
+
+
+def view(args: argparse.Namespace) -> int:
+    from engine.errors import OpError
+
+    with tempfile.TemporaryDirectory(prefix="workbench-view-") as scratch:
+        logdir = Path(args.logdir) if args.logdir else Path(scratch)
+        try:
+            logdir.mkdir(parents=True, exist_ok=True)
+            run = record_graph_file(Path(args.graph), logdir)
+        except (OSError, OpError) as exc:      # missing, unreadable or damaged file
+            print(f"workbench: error: {exc}", file=sys.stderr)
+            return 2
+        print(f"Graph: {url(args.host, args.port)}graph?run={run}", flush=True)
+        return serve(logdir, args.host, args.port, args.allow_host, args.auth_token)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "serve":
         return serve(Path(args.logdir), args.host, args.port, args.allow_host, args.auth_token)
+    if args.command == "view":
+        return view(args)
     return demo(args)

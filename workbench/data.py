@@ -29,7 +29,7 @@ from viz.hierarchy import default_expansion as hierarchy_default_expansion
 from viz.layout import layered_layout
 from viz.scalars import Curve, scalar_curve
 from viz.scopes import GraphView, all_scopes, default_expansion, scope_view
-from workbench.cache import SingleFlightCache
+from workbench.cache import SingleFlightCache, estimated_bytes
 
 CACHE_ENTRIES = 256
 CACHE_BYTES = 512 << 20        # a 1M-point scalar series is 16 MB; a large graph a few MB
@@ -157,7 +157,15 @@ def info(name: str) -> RunInfo:
 
 
 def graph(name: str, version: int | None = None) -> GraphRecord | None:
-    return _query(name, "graph", version)
+    path = run_path(name)
+    key = (str(path), _stamp(path), "graph", (version,))
+
+    def read() -> Sized:
+        try:
+            return Sized(RunReader(path).graph(version))
+        except RunStoreError as exc:
+            raise type(exc)(shown(str(exc))) from exc
+    return _cache.get(key, read).value
 
 
 def placements(name: str, graph_version: int | None = None) -> list[PlacementRecord]:
@@ -184,6 +192,30 @@ def curve(name: str, tag: str, smoothing: float) -> Curve:
     key = (str(path), _stamp(path), "curve", tag, float(smoothing))
     steps, values = scalars(name, tag)
     return _cache.get(key, lambda: scalar_curve(steps, values, smoothing))
+
+
+class Sized:
+    """A cached value whose size is estimated from a sample of its nodes: walking a
+    10,000-node graph item by item (cache.estimated_bytes) takes seconds, longer than
+    reading it. sys.getsizeof, which the estimate uses, asks __sizeof__."""
+    __slots__ = ("value", "size")
+    SAMPLE = 64
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+        self.size = _sampled_bytes(value)
+
+    def __sizeof__(self) -> int:
+        return self.size
+
+
+def _sampled_bytes(value: Any) -> int:
+    items = getattr(value, "nodes", None)
+    if not isinstance(items, tuple) or len(items) <= Sized.SAMPLE:
+        return estimated_bytes(value)
+    step = len(items) // Sized.SAMPLE
+    sample = items[::step][:Sized.SAMPLE]
+    return estimated_bytes(sample) * len(items) // len(sample) + 256
 
 
 def _graph_key(name: str) -> tuple[GraphRecord, tuple]:
@@ -229,9 +261,14 @@ def graph_view(name: str, expanded: frozenset[str]) -> tuple[GraphView, dict[str
 
 
 def hierarchy(name: str) -> Hierarchy:
-    """Scopes and series of the run's graph."""
+    """Scopes and series of the run's graph (sized like the graph: a few entries per node)."""
     record, key = _graph_key(name)
-    return _cache.get((*key, "hierarchy"), lambda: build_hierarchy(record))
+
+    def build() -> Sized:
+        tree = Sized(record)
+        tree.value, tree.size = build_hierarchy(record), tree.size // 2
+        return tree
+    return _cache.get((*key, "hierarchy"), build).value
 
 
 def hierarchy_default(name: str) -> frozenset[str]:
@@ -249,7 +286,8 @@ def view(name: str, expanded: frozenset[str]) -> HierarchyView:
     record, key = _graph_key(name)
     tree = hierarchy(name)
     expanded = frozenset(frozenset(expanded) & tree.groups.keys())
-    return _cache.get((*key, expanded, "view"), lambda: hierarchy_view(tree, expanded))
+    return _cache.get((*key, expanded, "view"),
+                      lambda: Sized(hierarchy_view(tree, expanded))).value
 
 
 def steps(name: str) -> list[StepRecord]:
@@ -283,4 +321,4 @@ def graph_elements_for(name: str, expanded: frozenset[str], mode: str, step: int
     path = run_path(name)
     record, key = _graph_key(name)
     return _cache.get((*key, _stamp(path), frozenset(expanded), mode, step, partition,
-                       "elements"), build)
+                       "elements"), lambda: Sized(build())).value
