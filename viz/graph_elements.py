@@ -30,6 +30,7 @@ from viz.colors import (
 )
 from viz.edges import input_source
 from viz.hierarchy import OP, ROOT, SERIES, HierarchyView, ViewEdge, ViewNode, fold_edges
+from viz.layout import BOX_PAD, nested_layout
 
 COLOR_MODES = {
     "device": "Assigned device",
@@ -270,6 +271,20 @@ def _leaf(node: ViewNode, parent: str, color: str, device: str, selected: bool) 
     return {"data": data, "classes": classes}
 
 
+def _place(elements: list[dict], nodes: Sequence[ViewNode], edges: Sequence[ViewEdge]) -> None:
+    """Positions every leaf (cytoscape's preset layout): each open box lays out its own
+    members, as TensorBoard does, so the server computes (and caches) the layout once per
+    expansion and the browser only draws."""
+    sizes = {e["data"]["id"]: (e["data"]["width"], e["data"]["height"]) for e in elements
+             if "width" in e["data"]}
+    parents = {node.id: node.parent for node in nodes}
+    at = nested_layout(parents, sizes, [(edge.src, edge.dst) for edge in edges])
+    for element in elements:
+        found = at.get(element["data"]["id"])
+        if found is not None and "width" in element["data"]:
+            element["position"] = {"x": found[0], "y": found[1]}
+
+
 def _box(node: ViewNode, parent: str, color: str = "") -> dict:
     data = {"id": node.id, "label": node.label + ("/" if node.kind not in (
         "device", "task") else ""), "kind": node.kind}
@@ -321,6 +336,7 @@ def graph_elements(view: HierarchyView, graph: GraphRecord,
         else:
             elements.append(_leaf(node, node.parent, colors.get(node.id, UNPLACED_COLOR),
                                   dominant[node.id], node.id == selected))
+    _place(elements, nodes, edges)
     device_of = (
         {leaf.id: box_device[leaf.id] for leaf in leaves} if partition else dominant)
     cut_index = _cut_index(cuts) if partition else {}
@@ -355,7 +371,7 @@ def stylesheet() -> list[dict]:
             "label": "data(label)", "text-valign": "top", "text-halign": "center",
             "font-size": 12, "font-weight": "bold", "color": "#333333", "shape":
             "round-rectangle", "background-color": "#f5f7fa", "background-opacity": 0.9,
-            "border-width": 1, "border-color": "#9aa5b1", "padding": 14,
+            "border-width": 1, "border-color": "#9aa5b1", "padding": BOX_PAD,
             "text-margin-y": -2}},
         {"selector": "node.box.series", "style": {"border-style": "dashed",
                                                   "background-color": "#eef3f8"}},
@@ -368,6 +384,7 @@ def stylesheet() -> list[dict]:
                                                 "border-style": "solid"}},
         {"selector": "edge", "style": {
             "curve-style": "bezier", "width": "data(width)", "line-color": "#a7b0bc",
+            "events": "no",           # a click on a node an edge crosses is the node's
             "target-arrow-shape": "triangle", "target-arrow-color": "#a7b0bc",
             "arrow-scale": 0.8, "opacity": 0.9}},
         {"selector": "edge.control", "style": {"line-style": "dotted"}},
@@ -381,8 +398,7 @@ def stylesheet() -> list[dict]:
     ]
 
 
-def cytoscape_layout(name: str = "dagre") -> dict:
-    """Top-down layered layout (dagre) that keeps compound boxes whole; fitted to the
-    canvas, no animation (a redraw is one frame)."""
-    return {"name": name, "rankDir": "TB", "nodeSep": 18, "rankSep": 36, "edgeSep": 8,
-            "fit": True, "padding": 16, "animate": False, "nodeDimensionsIncludeLabels": True}
+def cytoscape_layout() -> dict:
+    """The positions the server computed (viz.layout.nested_layout), fitted to the canvas,
+    no animation (a redraw is one frame)."""
+    return {"name": "preset", "fit": True, "padding": 28, "animate": False}

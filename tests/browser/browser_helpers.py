@@ -56,10 +56,16 @@ def wait_for_graph(duo, at_least: int = 1) -> int:
 
 
 def node_point(duo, node_id: str) -> tuple[float, float]:
-    """Where a leaf node is drawn (viewport pixels), waiting until it is."""
-    return WebDriverWait(duo.driver, WAIT_S).until(
-        lambda driver: driver.execute_script(_NODE_AT, node_id),
-        message=f"node {node_id!r} never appeared in the graph drawing")
+    """Where a leaf node is drawn (viewport pixels), waiting until it is drawn and still
+    (a redraw that just started fits the view anew)."""
+    seen: list = [None]
+
+    def settled(driver):
+        now = driver.execute_script(_NODE_AT, node_id)
+        before, seen[0] = seen[0], now
+        return now if now is not None and now == before else None
+    return WebDriverWait(duo.driver, WAIT_S, poll_frequency=0.2).until(
+        settled, message=f"node {node_id!r} never appeared in the graph drawing")
 
 
 def click_node(duo, node_id: str) -> None:

@@ -138,4 +138,17 @@ def test_stylesheet_and_layout():
     for wanted in ("node.leaf", "node.box", "node.series", "edge.cut", "edge.labelled"):
         assert wanted in selectors
     layout = cytoscape_layout()
-    assert layout["name"] == "dagre" and layout["fit"] and not layout["animate"]
+    assert layout["name"] == "preset" and layout["fit"] and not layout["animate"]
+
+
+def test_every_leaf_has_a_position_and_leaves_do_not_overlap(mlp):
+    graph, placements = mlp
+    view = hierarchy_view(build_hierarchy(graph), ["layer1", "layer1/weights", "layer2"])
+    elements, _ = graph_elements(view, graph, placements)
+    leaves = [e for e in elements if "leaf" in e.get("classes", "")]
+    assert leaves and all("position" in e for e in leaves)
+    boxes = [(e["position"]["x"], e["position"]["y"], e["data"]["width"], e["data"]["height"])
+             for e in leaves]
+    for i, (x, y, w, h) in enumerate(boxes):
+        for x2, y2, w2, h2 in boxes[i + 1:]:
+            assert abs(x - x2) * 2 >= w + w2 or abs(y - y2) * 2 >= h + h2

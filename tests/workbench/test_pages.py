@@ -118,11 +118,13 @@ def test_selection_outlines_the_node_in_both_views():
 
 
 def test_export_asks_cytoscape_for_an_svg_or_png(recorded):
-    svg = graph.export(graph.SVG_BUTTON, recorded.run)
+    svg, told = graph.export(graph.SVG_BUTTON, recorded.run)
     assert svg["type"] == "svg" and svg["action"] == "download"
-    assert svg["filename"] == f"graph-{recorded.run}"
-    assert graph.export(graph.PNG_BUTTON, "../x")["filename"] == "graph-graph"
-    assert graph.export(None, recorded.run) is no_update
+    assert svg["filename"] == f"graph-{recorded.run}" and svg["options"]["full"]
+    assert told == f"Saved the view as graph-{recorded.run}.svg."
+    png, _ = graph.export(graph.PNG_BUTTON, "../x")
+    assert png["type"] == "png" and png["filename"] == "graph-graph"   # never a path
+    assert graph.export(None, recorded.run) == (no_update, no_update)
 
 
 def test_inspector_shows_op_devices_and_reason(recorded, text_of):

@@ -50,6 +50,7 @@ PARTITION_CHECK = "graph-partition-checklist"
 SEARCH_INPUT = "graph-search-input"
 SEARCH_BUTTON = "graph-search-button"
 SEARCH_TEXT = "graph-search-text"
+EXPORT_TEXT = "graph-export-text"
 QUERY_STORE = "graph-query-store"
 EXPANDED_STORE = "graph-expanded-store"
 SELECTED_STORE = "graph-selected-store"
@@ -68,7 +69,7 @@ PARTITION = "partition"
 STEPS_SHOWN = 500              # the step chooser lists the latest this many steps
 MAX_STEP = 10**18              # SQLite's integers are 64-bit
 # The drawing fills the window below the controls (cytoscape's own default is 600 px).
-CANVAS_STYLE = {"width": "100%", "height": "calc(100vh - 230px)", "minHeight": "380px"}
+CANVAS_STYLE = {"width": "100%", "height": "calc(100vh - 270px)", "minHeight": "320px"}
 
 cyto.load_extra_layouts()          # dagre, and the SVG export
 
@@ -76,9 +77,9 @@ cyto.load_extra_layouts()          # dagre, and the SVG export
 def layout(run: str | None = None, step: str | None = None, node: str | None = None,
            **_query) -> html.Div:
     return html.Div([
-        page_header("Graph", "Data flows from the top down. Boxes are open name scopes "
-                             "and series; a node with a count is a closed one (click to "
-                             "open). Dashed orange edges cross devices (a Send/Recv pair)."),
+        page_header("Graph", "Data flows down. Boxes are open scopes and series; a node "
+                             "with a count is a closed one (click it). Dashed orange edges "
+                             "cross devices."),
         dcc.Store(id=QUERY_STORE, data={"run": run, "step": step, "node": node}),
         dcc.Store(id=EXPANDED_STORE),
         dcc.Store(id=SELECTED_STORE, data=""),
@@ -101,10 +102,13 @@ def layout(run: str | None = None, step: str | None = None, node: str | None = N
             html.Button("SVG", id=SVG_BUTTON, className="button", title="export this view"),
             html.Button("PNG", id=PNG_BUTTON, className="button", title="export this view"),
         ]),
+        # One line of fixed height: cytoscape keeps where its canvas is on the page, so
+        # nothing above it may move once it is drawn (clicks would miss their nodes).
         html.Div(className="graph-status", children=[
+            html.Span(id=NOTICE_TEXT, className="notice-inline"),
             html.Span(id=SUMMARY_TEXT, className="muted"), " ",
-            html.Span(id=SEARCH_TEXT, className="search-text")]),
-        html.P(id=NOTICE_TEXT, className="message notice"),
+            html.Span(id=SEARCH_TEXT, className="search-text"), " ",
+            html.Span(id=EXPORT_TEXT, className="muted")]),
         html.Div(className="graph-layout", children=[
             html.Div(id=DAG_GRAPH, className="graph-canvas", children=[
                 html.P("Loading graph…", id=DAG_MESSAGE, className="message graph-message"),
@@ -373,15 +377,18 @@ def inspect(run: str | None, selected, step):
     return inspector_panel(details)
 
 
-def export(trigger: str | None, run: str | None) -> dict:
-    """cytoscape's generateImage request for the button pressed."""
+def export(trigger: str | None, run: str | None) -> tuple[dict, str]:
+    """(cytoscape's generateImage request, what the page says) for the button pressed: the
+    browser draws and saves the file (the whole graph, not only what the window shows)."""
     if trigger not in (SVG_BUTTON, PNG_BUTTON):
-        return no_update
+        return no_update, no_update
     kind = "svg" if trigger == SVG_BUTTON else "png"
     name = run if isinstance(run, str) and re.fullmatch(r"[\w.-]{1,100}", run) else "graph"
-    return {"type": kind, "action": "download", "filename": f"graph-{name}",
-            "options": {"full": True, "bg": "#ffffff", "scale": 2} if kind == "png"
-            else {"full": True, "bg": "#ffffff"}}
+    request = {"type": kind, "action": "download",
+               "filename": f"graph-{name}", "options": {"full": True, "bg": "#ffffff"}}
+    if kind == "png":
+        request["options"]["scale"] = 2
+    return request, f"Saved the view as graph-{name}.{kind}."
 
 
 def update_export(_svg, _png, run):
@@ -409,6 +416,6 @@ def register_callbacks(app: dash.Dash) -> None:
     app.callback(Output(CYTO, "stylesheet"), Input(SELECTED_STORE, "data"))(selection_style)
     app.callback(Output(INSPECTOR_DIV, "children"), Input(RUN_DROPDOWN, "value"),
                  Input(SELECTED_STORE, "data"), Input(STEP_DROPDOWN, "value"))(inspect)
-    app.callback(Output(CYTO, "generateImage"), Input(SVG_BUTTON, "n_clicks"),
-                 Input(PNG_BUTTON, "n_clicks"), State(RUN_DROPDOWN, "value"),
-                 prevent_initial_call=True)(update_export)
+    app.callback(Output(CYTO, "generateImage"), Output(EXPORT_TEXT, "children"),
+                 Input(SVG_BUTTON, "n_clicks"), Input(PNG_BUTTON, "n_clicks"),
+                 State(RUN_DROPDOWN, "value"), prevent_initial_call=True)(update_export)
