@@ -10,7 +10,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from engine.record.schema import GraphRecord
-from viz.edges import graph_edges
 from viz.scopes import all_scopes, loop_frames
 
 OP = "op"
@@ -126,8 +125,8 @@ class _Builder:
         groups: dict[str, Group] = {}
         self._emit(ROOT, ROOT, "", signature, groups)
         chains = {name: self._chain(oid, groups) for name, oid in self.op_ids.items()}
-        edges = tuple((edge.src, edge.dst, edge.control) for edge in graph_edges(self.graph))
-        return Hierarchy(groups, self.op_ids, chains, loop_frames(self.graph), edges)
+        return Hierarchy(groups, self.op_ids, chains, loop_frames(self.graph),
+                         _edges(self.graph, self.op_ids))
 
     def _add_op(self, name: str, op: str) -> None:
         parts = name.split("/")
@@ -250,6 +249,23 @@ class _Builder:
             chain.append(item)
             item = groups[item].parent
         return tuple(reversed(chain))
+
+
+def _edges(graph: GraphRecord, names: Mapping[str, str]) -> tuple[tuple[str, str, bool], ...]:
+    """viz.edges.graph_edges inlined (it is most of building a 10,000-node hierarchy):
+    one (producer, consumer, control) per distinct edge between nodes of the graph."""
+    seen: set[tuple[str, str, bool]] = set()
+    for node in graph.nodes:
+        for spelled in node.inputs:
+            if spelled[:1] == "^":
+                key = (spelled[1:], node.name, True)
+            else:
+                src, sep, index = spelled.rpartition(":")
+                key = (src if sep and index.isdigit() else spelled, node.name, False)
+            if key[0] in names:
+                seen.add(key)
+    order = {name: index for index, name in enumerate(names)}
+    return tuple(sorted(seen, key=lambda edge: (order[edge[1]], order[edge[0]], edge[2])))
 
 
 def _last(item: str) -> str:

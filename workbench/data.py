@@ -201,9 +201,9 @@ class Sized:
     __slots__ = ("value", "size")
     SAMPLE = 64
 
-    def __init__(self, value: Any) -> None:
+    def __init__(self, value: Any, size: int | None = None) -> None:
         self.value = value
-        self.size = _sampled_bytes(value)
+        self.size = _sampled_bytes(value) if size is None else size
 
     def __sizeof__(self) -> int:
         return self.size
@@ -286,8 +286,11 @@ def view(name: str, expanded: frozenset[str]) -> HierarchyView:
     record, key = _graph_key(name)
     tree = hierarchy(name)
     expanded = frozenset(frozenset(expanded) & tree.groups.keys())
-    return _cache.get((*key, expanded, "view"),
-                      lambda: Sized(hierarchy_view(tree, expanded))).value
+    def build() -> Sized:
+        drawn = hierarchy_view(tree, expanded)
+        # Its node -> leaf map and drawn items; the graph's edges are the hierarchy's own.
+        return Sized(drawn, 160 * len(drawn.rep) + 600 * (len(drawn.nodes) + len(drawn.edges)))
+    return _cache.get((*key, expanded, "view"), build).value
 
 
 def steps(name: str) -> list[StepRecord]:
@@ -321,4 +324,9 @@ def graph_elements_for(name: str, expanded: frozenset[str], mode: str, step: int
     path = run_path(name)
     record, key = _graph_key(name)
     return _cache.get((*key, _stamp(path), frozenset(expanded), mode, step, partition,
-                       "elements"), lambda: Sized(build())).value
+                       "elements"), lambda: _sized_elements(build())).value
+
+
+def _sized_elements(built: tuple[list, list]) -> Sized:
+    """An element is a dict of a dozen short fields (about 1.5 KB with its position)."""
+    return Sized(built, 1500 * len(built[0]) + 400 * len(built[1]))
