@@ -6,6 +6,7 @@ validated values, never from what a client sent as is."""
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable, Hashable
 from pathlib import Path
@@ -37,6 +38,7 @@ MAX_NAME_CHARS = 255           # the longest folder name common file systems all
 Position = tuple[float, float]
 
 _logdir = Path("runs")
+_warm_log = logging.getLogger("workbench")
 _cache = SingleFlightCache(CACHE_ENTRIES, CACHE_BYTES)
 
 
@@ -330,3 +332,15 @@ def graph_elements_for(name: str, expanded: frozenset[str], mode: str, step: int
 def _sized_elements(built: tuple[list, list]) -> Sized:
     """An element is a dict of a dozen short fields (about 1.5 KB with its position)."""
     return Sized(built, 1500 * len(built[0]) + 400 * len(built[1]))
+
+
+def warm_graphs(limit: int = 3) -> None:
+    """Reads and groups the graphs of the newest `limit` healthy runs, so the first visit to
+    the Graph page draws at once (TensorBoard, too, loads its logdir when it starts). What
+    fails here is left for the page to tell."""
+    for name in healthy_run_names()[:limit]:
+        try:
+            if graph(name) is not None:
+                view(name, hierarchy_default(name))
+        except Exception as exc:  # noqa: BLE001 -- the page reports it when it is asked
+            _warm_log.info("not warmed: %s: %.200s", name, exc)

@@ -76,3 +76,12 @@ def test_view_of_a_missing_or_broken_file_says_so(tmp_path, capsys):
     broken.write_text("{not json")
     assert cli.main(["view", str(broken)]) == 2
     assert "broken.json" in capsys.readouterr().err
+
+
+def test_serving_warms_the_newest_graphs_first(recorded):
+    data.clear_cache()
+    data.warm_graphs(limit=1)
+    entries, _ = data.cache_stats()
+    assert entries >= 4                        # the graph, its grouping, default, view
+    data.set_logdir(recorded.logdir / "missing")   # nothing to warm is not an error
+    data.warm_graphs()
