@@ -47,10 +47,10 @@ def test_an_unrun_graph_draws_by_requested_device(tmp_path, text_of):
         expanded, _, _ = graph_page.next_state(graph_page.RUN_DROPDOWN, "unrun", None, "",
                                                None, "", None)
         assert expanded == ["model"]
-        elements, legend, shown, _, _ = graph_page.draw("unrun", expanded, "requested", None,
+        elements, legend, shown, _, _, _ = graph_page.draw("unrun", expanded, "requested", None,
                                                         [])
         assert shown == "" and text_of(legend).split("  ")[0].strip() == "/device:GPU:0"
-        _, legend, _, _, _ = graph_page.draw("unrun", expanded, "device", None, [])
+        _, legend, _, _, _, _ = graph_page.draw("unrun", expanded, "device", None, [])
         assert text_of(legend).strip() == "unplaced"
     finally:
         data.set_logdir("runs")

@@ -83,8 +83,11 @@ def test_the_address_node_is_revealed_and_selected(recorded):
 
 
 def test_draw_colours_devices_and_marks_cuts(recorded, text_of):
-    elements, legend, shown, style, summary = graph.draw(recorded.run, [], "device", None, [])
+    elements, legend, shown, style, summary, layout = graph.draw(recorded.run, [], "device",
+                                                                 None, [])
     assert shown == "" and style == {"display": "none"}
+    assert layout["name"] == "preset" and set(layout["positions"]) == {
+        e["data"]["id"] for e in elements if "leaf" in e["classes"]}
     assert [text_of(item).strip() for item in legend] == [
         "CPU:0", "GPU:0 (virtual)", "GPU:1 (virtual)", "Send/Recv cut"]
     assert summary.startswith("graph version 1: 7 nodes drawn for 28")
@@ -96,15 +99,15 @@ def test_draw_colours_devices_and_marks_cuts(recorded, text_of):
 def test_draw_in_every_colour_mode_and_the_partition_view(recorded, text_of):
     run = recorded.run
     opened = state(graph.RUN_DROPDOWN, run)[0]
-    _, legend, _, _, _ = graph.draw(run, opened, "op", None, [])
+    _, legend, _, _, _, _ = graph.draw(run, opened, "op", None, [])
     assert "MatMul" in text_of(legend)
-    _, legend, _, _, _ = graph.draw(run, opened, "time", 49, [])
+    _, legend, _, _, _, _ = graph.draw(run, opened, "time", 49, [])
     assert " us" in text_of(legend) and "did not run in step 49" in text_of(legend)
-    _, legend, _, _, _ = graph.draw(run, opened, "bytes", 49, [])
+    _, legend, _, _, _, _ = graph.draw(run, opened, "bytes", 49, [])
     assert " B" in text_of(legend) or "KB" in text_of(legend)
-    _, legend, _, _, _ = graph.draw(run, opened, "requested", None, [])
+    _, legend, _, _, _, _ = graph.draw(run, opened, "requested", None, [])
     assert "/device:GPU:0" in text_of(legend)
-    elements, _, _, _, _ = graph.draw(run, opened, "device", 49, [graph.PARTITION])
+    elements, _, _, _, _, _ = graph.draw(run, opened, "device", 49, [graph.PARTITION])
     boxes = [e["data"]["label"] for e in elements if "device" in e.get("classes", "")]
     assert boxes == ["CPU:0", "GPU:0", "GPU:1"]
     labels = [e["data"]["label"] for e in elements if "labelled" in e.get("classes", "")]
@@ -187,7 +190,7 @@ def test_scalars_query_run_and_empty_choice(recorded, text_of):
 def test_a_run_with_only_scalars_has_no_graph_and_no_placements(empty_logdir):
     with RunWriter(empty_logdir, "scalars-only") as writer:
         writer.scalar("loss", 1.0, 0)
-    _, _, shown, _, summary = graph.draw("scalars-only", [], "device", None, [])
+    _, _, shown, _, summary, _ = graph.draw("scalars-only", [], "device", None, [])
     assert "recorded no graph" in shown and summary == ""
     assert graph.next_state(graph.RUN_DROPDOWN, "scalars-only", None, "", None, "", None) == (
         [], "", "")

@@ -86,7 +86,7 @@ def test_unknown_and_malformed_run_names_are_told_on_the_graph_page(recorded):
              5: "A run name must be text, got int.",
              ("a",): "A run name must be text, got tuple."}
     for run, told in cases.items():
-        elements, _, shown, _, summary = graph.draw(run, [], "device", None, [])
+        elements, _, shown, _, summary, _ = graph.draw(run, [], "device", None, [])
         assert shown.startswith(told) and summary == "" and elements == []
         assert len(shown) < 200
     assert graph.draw(recorded.run, 7, "device", None, [])[2] == (

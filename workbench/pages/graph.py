@@ -118,7 +118,7 @@ def layout(run: str | None = None, step: str | None = None, node: str | None = N
                                style=CANVAS_STYLE,
                                minZoom=0.05, maxZoom=4,
                                boxSelectionEnabled=False, autounselectify=True,
-                               responsive=True),
+                               autoRefreshLayout=False, responsive=True),
             ]),
             html.Div(className="graph-inspector",
                      children=html.Div(id=INSPECTOR_DIV, children=INSPECTOR_HINT)),
@@ -293,13 +293,21 @@ def _legend(items) -> list:
 
 
 def _shown(problem: str) -> tuple:
-    return [], [], problem, {"display": "block"}, ""
+    return [], [], problem, {"display": "block"}, "", cytoscape_layout()
+
+
+def drawn_layout(elements: list[dict]) -> dict:
+    """The preset layout carrying every leaf's position: cytoscape moves the nodes it keeps
+    and fits the view at once when the layout changes (its own refresh after an update
+    waits 100 ms, so it is off)."""
+    positions = {e["data"]["id"]: e["position"] for e in elements if "position" in e}
+    return {**cytoscape_layout(), "positions": positions}
 
 
 @answers(lambda problem: _shown(problem))
 def draw(run: str | None, expanded, mode, step, partition) -> tuple:
-    """(elements, legend, message, message style, summary) for the chosen view; elements
-    are cached per (graph, expansion, colour mode, step, partition view)."""
+    """(elements, legend, message, message style, summary, layout) for the chosen view;
+    elements are cached per (graph, expansion, colour mode, step, partition view)."""
     if not run:
         return _shown("No readable run in the log directory.")
     run = data.check_name(run)
@@ -329,7 +337,7 @@ def draw(run: str | None, expanded, mode, step, partition) -> tuple:
     cuts = sum(1 for element in elements if " cut" in element.get("classes", ""))
     summary = (f"graph version {record.version}: {leaves} nodes drawn for "
                f"{len(record.nodes)}, {cuts} cross-device edges")
-    return elements, _legend(legend), "", {"display": "none"}, summary
+    return elements, _legend(legend), "", {"display": "none"}, summary, drawn_layout(elements)
 
 
 def update_drawing(expanded, mode, step, partition, run):
@@ -409,7 +417,7 @@ def register_callbacks(app: dash.Dash) -> None:
                  State(SELECTED_STORE, "data"), State(QUERY_STORE, "data"))(update_state)
     app.callback(Output(CYTO, "elements"), Output(LEGEND_DIV, "children"),
                  Output(DAG_MESSAGE, "children"), Output(DAG_MESSAGE, "style"),
-                 Output(SUMMARY_TEXT, "children"),
+                 Output(SUMMARY_TEXT, "children"), Output(CYTO, "layout"),
                  Input(EXPANDED_STORE, "data"), Input(COLOR_DROPDOWN, "value"),
                  Input(STEP_DROPDOWN, "value"), Input(PARTITION_CHECK, "value"),
                  State(RUN_DROPDOWN, "value"))(update_drawing)
