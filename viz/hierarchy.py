@@ -366,6 +366,25 @@ def expand_level(hierarchy: Hierarchy, expanded: Iterable[str]) -> frozenset[str
     return expanded | frontier(hierarchy, expanded)
 
 
+def expand_level_within(hierarchy: Hierarchy, expanded: Iterable[str], limit: int
+                        ) -> tuple[frozenset[str], int, int]:
+    """One level deeper, opening the visible closed groups in drawing order while at most
+    `limit` leaves show (the first always opens): (expanded, opened, closed before). A
+    10,000-node graph's next level can be a thousand nodes no one can read at once."""
+    drawn = hierarchy_view(hierarchy, expanded)
+    expanded = drawn.expanded
+    closed = [node.id for node in drawn.leaves() if node.kind != OP]
+    shown = len(drawn.leaves())
+    opened = set(expanded)
+    for gid in closed:
+        grows = len(hierarchy.groups[gid].children) - 1
+        if shown + grows > limit and len(opened) > len(expanded):
+            continue
+        opened.add(gid)
+        shown += grows
+    return frozenset(opened), len(opened) - len(expanded), len(closed)
+
+
 def default_expansion(hierarchy: Hierarchy, limit: int = DEFAULT_VISIBLE_LIMIT
                       ) -> frozenset[str]:
     """Open whole levels while at most `limit` leaves show; while loops stay closed, and

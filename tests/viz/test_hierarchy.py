@@ -16,6 +16,7 @@ from viz.hierarchy import (
     build_hierarchy,
     default_expansion,
     expand_level,
+    expand_level_within,
     format_numbers,
     hierarchy_view,
     reveal,
@@ -141,3 +142,14 @@ def test_reveal_opens_every_group_above_a_node_and_search_is_a_regex():
         "block_0/branch_0/MatMul", "block_0/branch_1/MatMul", "block_1/branch_0/MatMul"]
     with pytest.raises(re.error):
         search(tree, "(")
+
+
+def test_expanding_a_level_stops_before_too_many_nodes_show():
+    tree = build_hierarchy(blocks(3))
+    top = frozenset({"block_[0-2]"})
+    deeper, opened, closed = expand_level_within(tree, top, limit=100)
+    assert (opened, closed) == (3, 3) and deeper == top | {"block_0", "block_1", "block_2"}
+    deeper, opened, closed = expand_level_within(tree, top, limit=6)
+    assert (opened, closed) == (1, 3) and deeper == top | {"block_0"}
+    deeper, opened, _ = expand_level_within(tree, top, limit=1)   # the first always opens
+    assert opened == 1 and len(hierarchy_view(tree, deeper).leaves()) == 6   # x, 2, 1, 1, out

@@ -24,7 +24,7 @@ from viz.graph_elements import (
     step_facts,
     stylesheet,
 )
-from viz.hierarchy import OP, expand_level, reveal, search
+from viz.hierarchy import OP, expand_level_within, reveal, search
 from viz.inspector import group_details, node_stats, op_details, step_details
 from workbench import data
 from workbench.inputs import MAX_TEXT, BadInput, clipped, scope_list, text
@@ -68,6 +68,7 @@ INSPECTOR_DIV = "graph-inspector-div"
 PARTITION = "partition"
 STEPS_SHOWN = 500              # the step chooser lists the latest this many steps
 MAX_STEP = 10**18              # SQLite's integers are 64-bit
+EXPAND_LIMIT = 300             # "Expand a level" stops opening scopes past this many nodes
 # The drawing fills the window below the controls (cytoscape's own default is 600 px).
 CANVAS_STYLE = {"width": "100%", "height": "calc(100vh - 270px)", "minHeight": "320px"}
 
@@ -230,7 +231,11 @@ def next_state(trigger: str | None, run: str | None, tap, pattern, current, sele
     if trigger == COLLAPSE_BUTTON:
         return [], no_update, ""
     if trigger == EXPAND_BUTTON:
-        return sorted(expand_level(tree, current)), no_update, ""
+        deeper, opened, closed = expand_level_within(tree, current, EXPAND_LIMIT)
+        told = "" if opened == closed else (
+            f"Opened {opened} of {closed} scopes: all would draw more than {EXPAND_LIMIT} "
+            f"nodes; click the others to open them.")
+        return sorted(deeper), no_update, told
     if trigger == CYTO:
         target = tapped(tap)
         if target is None or target[0] not in tree.groups:
