@@ -1,5 +1,7 @@
-"""Device colours: a stable colour per device name (CPUs in blues, GPUs in warm and green
-hues), short labels, and legend entries that mark virtual GPUs."""
+"""Device colours: a stable colour per device name from colour-blind-safe palettes (Okabe-Ito
+and Paul Tol's: CPUs in blues, GPUs in orange, green, vermillion, purple), short labels,
+legend entries that mark virtual GPUs, and the categorical and sequential palettes the graph's
+other colour modes use."""
 
 from __future__ import annotations
 
@@ -10,11 +12,19 @@ from dataclasses import dataclass
 
 from engine.record.schema import DeviceRecord
 
-CPU_COLORS = ("#4c78a8", "#72a2cf", "#2f5d8a", "#9ecae9")
+CPU_COLORS = ("#0072b2", "#56b4e9", "#332288", "#88ccee")
 GPU_COLORS = (
-    "#f58518", "#54a24b", "#e45756", "#b279a2", "#eeca3b", "#9d755d", "#ff9da6", "#72b7b2",
+    "#e69f00", "#009e73", "#d55e00", "#cc79a7", "#f0e442", "#117733", "#882255", "#999933",
 )
-OTHER_COLORS = ("#8c6d31", "#7b4173", "#637939", "#843c39")
+OTHER_COLORS = ("#44aa99", "#aa4499", "#ddcc77", "#661100")
+# Op types (most common first), then grey for the rest: Paul Tol's "muted" scheme.
+CATEGORY_COLORS = (
+    "#332288", "#88ccee", "#44aa99", "#117733", "#999933", "#ddcc77", "#cc6677", "#882255",
+    "#aa4499",
+)
+OTHER_CATEGORY_COLOR = "#dddddd"
+# Compute time and bytes, low to high: viridis, readable with every common colour blindness.
+SEQUENTIAL_COLORS = ("#440154", "#414487", "#2a788e", "#22a884", "#7ad151", "#fde725")
 UNPLACED_COLOR = "#b5b5b5"
 UNPLACED_LABEL = "unplaced"
 VIRTUAL_OUTLINE = "#333333"
@@ -101,3 +111,9 @@ def legend_entries(
         LegendEntry(name, device_label(name, name in virtual), device_color(name), name in virtual)
         for name in sorted(set(names), key=order)
     ]
+
+
+def text_color(background: str) -> str:
+    """Black or white, whichever reads better on `background` ("#rrggbb")."""
+    red, green, blue = (int(background[i:i + 2], 16) for i in (1, 3, 5))
+    return "#111111" if 0.299 * red + 0.587 * green + 0.114 * blue > 150 else "#ffffff"

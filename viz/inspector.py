@@ -8,6 +8,7 @@ from collections.abc import Iterable
 
 from engine.record.schema import GraphRecord, NodeRecord, PlacementRecord, TensorSpec
 from viz.edges import assigned_devices, input_source
+from viz.hierarchy import Hierarchy, group_members
 from viz.scopes import OP, SCOPE, all_scopes
 
 
@@ -104,3 +105,43 @@ def node_stats(stats: Iterable, name: str) -> dict | None:
         return None
     return {"step": runs[0].step, "executions": len(runs),
             "total_us": sum(record.end_us - record.start_us for record in runs)}
+
+
+def group_details(hierarchy: Hierarchy, placements: Iterable[PlacementRecord],
+                  group_id: str) -> dict:
+    """Members summary of a scope or series of the hierarchy (viz.hierarchy)."""
+    group = hierarchy.groups.get(group_id)
+    if group is None or group.kind == OP:
+        raise KeyError(f"no scope or series {group_id!r} in this graph")
+    names = group_members(hierarchy, group_id)
+    devices = assigned_devices(placements)
+    ops = Counter(hierarchy.groups[hierarchy.op_ids[name]].op for name in names)
+    spread = Counter(devices.get(name, "") for name in names)
+    return {
+        "kind": group.kind,
+        "name": group_id,
+        "label": group.label,
+        "members": len(names),
+        "series_size": len(group.children) if group.kind == "series" else 0,
+        "ops": sorted(ops.items(), key=lambda item: (-item[1], item[0])),
+        "devices": sorted(spread.items(), key=lambda item: (-item[1], item[0])),
+        "member_names": names,
+    }
+
+
+def step_details(name: str, step: int | None, stats: Iterable, summaries: Iterable) -> dict:
+    """This step's time and output bytes of node `name`, and the latest statistics (at or
+    before the step) of each watched output tensor "name:i"."""
+    runs = [record for record in stats if record.node == name]
+    latest: dict[str, object] = {}
+    for record in summaries:
+        tensor, _, index = record.node.rpartition(":")
+        if tensor == name and index.isdigit() and (step is None or record.step <= step):
+            latest[record.node] = record
+    return {
+        "step": step,
+        "executions": len(runs),
+        "time_us": sum(record.end_us - record.start_us for record in runs),
+        "bytes": sum(record.output_bytes for record in runs),
+        "summaries": [latest[key] for key in sorted(latest)],
+    }

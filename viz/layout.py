@@ -1,9 +1,11 @@
 """Layered DAG layout: topological generations as rows, barycenter sweeps to order each
-row so edges cross less. Pure Python over networkx; the workbench caches the result."""
+row so edges cross less; and the nested form TensorBoard uses for scope boxes, where each
+open box lays out its own members (edges leaving a box do not pull its insides apart).
+Pure Python over networkx; the workbench caches the result."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import networkx as nx
 
@@ -104,3 +106,102 @@ def layered_layout(
         _sweep(rows[1:], x, above)
         _sweep(rows[-2::-1], x, below)
     return {node: (x[node], -float(layer[node])) for node in layer}
+
+
+BOX_PAD = 14                   # cytoscape's compound padding (the stylesheet says the same)
+BOX_LABEL = 18                 # room above a box for its label
+NODE_GAP = 18
+ROW_GAP = 34
+Size = tuple[float, float]
+
+
+def _rows(items: list[str], edges: list[tuple[str, str]], sweeps: int) -> list[list[str]]:
+    layer = assign_layers(items, edges)
+    rows: list[list[str]] = [[] for _ in range(max(layer.values(), default=-1) + 1)]
+    for item in items:
+        rows[layer[item]].append(item)
+    rows = [row for row in rows if row]
+    x: dict[str, float] = {}
+    for row in rows:
+        _place_row(row, x)
+    above, below = _neighbours(layer, edges)
+    for _ in range(sweeps):
+        _sweep(rows[1:], x, above)
+        _sweep(rows[-2::-1], x, below)
+    return rows
+
+
+def _place_box(items: list[str], edges: list[tuple[str, str]], size: dict[str, Size],
+               sweeps: int) -> tuple[dict[str, Position], Size]:
+    """Centres of `items` relative to the box's top-left corner, and the box's size."""
+    for item in items:
+        size.setdefault(item, (40.0, 20.0))      # an empty box (none is drawn so far)
+    rows = _rows(items, edges, sweeps)
+    widths = [sum(size[item][0] for item in row) + NODE_GAP * (len(row) - 1) for row in rows]
+    inner = max(widths, default=0.0)
+    at: dict[str, Position] = {}
+    top = 0.0
+    for row, width in zip(rows, widths):
+        height = max(size[item][1] for item in row)
+        left = (inner - width) / 2
+        for item in row:
+            w = size[item][0]
+            at[item] = (left + w / 2, top + height / 2)
+            left += w + NODE_GAP
+        top += height + ROW_GAP
+    return at, (inner, max(top - ROW_GAP, 0.0))
+
+
+def nested_layout(parents: Mapping[str, str], leaf_sizes: Mapping[str, Size],
+                  edges: Iterable[tuple[str, str]], sweeps: int = 4) -> dict[str, Position]:
+    """Leaf centres (absolute) for boxes nested as `parents` says (id -> enclosing box id,
+    "" at the top; boxes are the ids that are someone's parent, leaves have a size). Each box
+    lays out its children alone; an edge between two leaves counts in the innermost box
+    holding both, between the children of that box that hold its ends."""
+    children: dict[str, list[str]] = {"": []}
+    for item, parent in parents.items():
+        children.setdefault(parent, []).append(item)
+        children.setdefault(item, [])
+    chain: dict[str, tuple[str, ...]] = {"": ()}
+
+    def chain_of(item: str) -> tuple[str, ...]:
+        path = []
+        while item not in chain:
+            path.append(item)
+            item = parents[item]
+        found = chain[item]
+        for node in reversed(path):
+            found = chain[node] = found + (node,)
+        return found
+
+    box_edges: dict[str, set[tuple[str, str]]] = {}
+    for src, dst in edges:
+        a, b = chain_of(src), chain_of(dst)
+        depth = 0
+        while depth < min(len(a), len(b)) and a[depth] == b[depth]:
+            depth += 1
+        if depth < len(a) and depth < len(b):
+            box = a[depth - 1] if depth else ""
+            box_edges.setdefault(box, set()).add((a[depth], b[depth]))
+    size: dict[str, Size] = dict(leaf_sizes)
+    relative: dict[str, Position] = {}
+    order = sorted(children, key=lambda item: -len(chain_of(item)))   # innermost first
+    for box in order:
+        kids = children[box]
+        if not kids:
+            continue
+        at, (width, height) = _place_box(kids, sorted(box_edges.get(box, ())), size, sweeps)
+        relative.update(at)
+        size[box] = (width + 2 * BOX_PAD, height + 2 * BOX_PAD + BOX_LABEL)
+    absolute: dict[str, Position] = {}
+    origin: dict[str, Position] = {"": (0.0, 0.0)}
+    for item in sorted(parents, key=lambda item: len(chain_of(item))):    # outermost first
+        ox, oy = origin[parents[item]]
+        x, y = relative[item]
+        cx, cy = ox + x, oy + y
+        if children[item]:
+            w, h = size[item]
+            origin[item] = (cx - w / 2 + BOX_PAD, cy - h / 2 + BOX_PAD + BOX_LABEL)
+        else:
+            absolute[item] = (round(cx, 1), round(cy, 1))
+    return absolute

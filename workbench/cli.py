@@ -1,11 +1,16 @@
 """The `workbench` command: `serve` a log directory, record the `demo` runs and serve them,
-or `export` a run as TensorBoard event files. Binds 127.0.0.1 unless --host says otherwise."""
+or `export` a run as TensorBoard event files, or `view` a graph file (recorded into a
+temporary run). Binds 127.0.0.1 unless --host says otherwise."""
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
+import tempfile
+import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -44,6 +49,13 @@ def build_parser() -> argparse.ArgumentParser:
                         help="tensorboard: one event file that TensorBoard opens")
     export.add_argument("run_dir", type=Path, help="the run folder to export")
     export.add_argument("out", type=Path, help="folder to write into (created when absent)")
+    view = commands.add_parser("view", help="open a graph file on the Graph page (recorded "
+                               "into a temporary run)")
+    view.add_argument("graph", help="a graph file written by engine.save_graph "
+                                    "(or tf.train.write_graph)")
+    view.add_argument("--logdir", default=None, help="record the run here and keep it "
+                                                     "(default: a temporary folder)")
+    _add_server_options(view)
     return parser
 
 
@@ -74,6 +86,8 @@ def serve(logdir: Path, host: str, port: int, allowed_hosts=(), token: str | Non
 
     token = token or os.environ.get(TOKEN_ENV) or None
     app = create_app(logdir)
+    from workbench import data
+    threading.Thread(target=data.warm_graphs, name="warm-graphs", daemon=True).start()
     print(f"Workbench: {url(host, port)}{'?token=<your token>' if token else ''}", flush=True)
     serve_wsgi(app.server, host, port, allowed_hosts, token)
     return 0
@@ -107,6 +121,32 @@ def export(args: argparse.Namespace) -> int:
           f"{summary.graph_nodes} nodes; open it with: tensorboard --logdir {args.out}",
           flush=True)
     return 0
+def record_graph_file(path: Path, logdir: Path) -> str:
+    """Reads a graph file with engine.load_graph and records it (not run) as a new run in
+    `logdir`; returns the run's name."""
+    import engine
+    from engine.record import RunWriter
+
+    graph = engine.load_graph(path)
+    name = re.sub(r"[^A-Za-z0-9_.-]", "_", path.stem).strip(".") or "graph"
+    with RunWriter(logdir, f"{name}-{int(time.time())}") as writer:
+        writer.add_graph(graph)
+        return writer.name
+
+
+def view(args: argparse.Namespace) -> int:
+    from engine.errors import OpError
+
+    with tempfile.TemporaryDirectory(prefix="workbench-view-") as scratch:
+        logdir = Path(args.logdir) if args.logdir else Path(scratch)
+        try:
+            logdir.mkdir(parents=True, exist_ok=True)
+            run = record_graph_file(Path(args.graph), logdir)
+        except (OSError, OpError) as exc:      # missing, unreadable or damaged file
+            print(f"workbench: error: {exc}", file=sys.stderr)
+            return 2
+        print(f"Graph: {url(args.host, args.port)}graph?run={run}", flush=True)
+        return serve(logdir, args.host, args.port, args.allow_host, args.auth_token)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -115,4 +155,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return serve(Path(args.logdir), args.host, args.port, args.allow_host, args.auth_token)
     if args.command == "export":
         return export(args)
+    if args.command == "view":
+        return view(args)
     return demo(args)

@@ -7,8 +7,9 @@ as is."""
 
 from __future__ import annotations
 
+import logging
 import os
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from pathlib import Path
 from typing import Any
 
@@ -24,12 +25,15 @@ from engine.record.schema import (
     GraphRecord,
     PlacementRecord,
     RunInfo,
+    StepRecord,
 )
+from viz.hierarchy import Hierarchy, HierarchyView, build_hierarchy, hierarchy_view
+from viz.hierarchy import default_expansion as hierarchy_default_expansion
 from viz.layout import layered_layout
 from viz.scalars import Curve, scalar_curve
 from viz.scopes import GraphView, all_scopes, default_expansion, scope_view
 from viz.timeline import StepTrace
-from workbench.cache import SingleFlightCache
+from workbench.cache import SingleFlightCache, estimated_bytes
 
 CACHE_ENTRIES = 256
 CACHE_BYTES = 512 << 20        # a 1M-point scalar series is 16 MB; a large graph a few MB
@@ -37,6 +41,7 @@ MAX_NAME_CHARS = 255           # the longest folder name common file systems all
 Position = tuple[float, float]
 
 _logdir = Path("runs")
+_warm_log = logging.getLogger("workbench")
 _cache = SingleFlightCache(CACHE_ENTRIES, CACHE_BYTES)
 
 
@@ -163,7 +168,15 @@ def info(name: str) -> RunInfo:
 
 
 def graph(name: str, version: int | None = None) -> GraphRecord | None:
-    return _query(name, "graph", version)
+    path = run_path(name)
+    key = (str(path), _stamp(path), "graph", (version,))
+
+    def read() -> Sized:
+        try:
+            return Sized(open_run(path).graph(version))
+        except RunStoreError as exc:
+            raise type(exc)(shown(str(exc))) from exc
+    return _cache.get(key, read).value
 
 
 def placements(name: str, graph_version: int | None = None) -> list[PlacementRecord]:
@@ -203,6 +216,30 @@ def curve(name: str, tag: str, smoothing: float) -> Curve:
     key = (str(path), _stamp(path), "curve", tag, float(smoothing))
     steps, values, walls = scalar_series(name, tag)
     return _cache.get(key, lambda: scalar_curve(steps, values, smoothing, wall_times=walls))
+
+
+class Sized:
+    """A cached value whose size is estimated from a sample of its nodes: walking a
+    10,000-node graph item by item (cache.estimated_bytes) takes seconds, longer than
+    reading it. sys.getsizeof, which the estimate uses, asks __sizeof__."""
+    __slots__ = ("value", "size")
+    SAMPLE = 64
+
+    def __init__(self, value: Any, size: int | None = None) -> None:
+        self.value = value
+        self.size = _sampled_bytes(value) if size is None else size
+
+    def __sizeof__(self) -> int:
+        return self.size
+
+
+def _sampled_bytes(value: Any) -> int:
+    items = getattr(value, "nodes", None)
+    if not isinstance(items, tuple) or len(items) <= Sized.SAMPLE:
+        return estimated_bytes(value)
+    step = len(items) // Sized.SAMPLE
+    sample = items[::step][:Sized.SAMPLE]
+    return estimated_bytes(sample) * len(items) // len(sample) + 256
 
 
 def _graph_key(name: str) -> tuple[GraphRecord, tuple]:
@@ -262,3 +299,90 @@ def step_trace(name: str, step: int) -> StepTrace:
                      tuple(_query(name, "transfers", step)),
                      tuple(_query(name, "cut_edges", record.plan)), tuple(devices(name)),
                      record.wall_start)
+
+
+# -- the graph page's hierarchy view (scopes, series, expansion), cached per graph version --
+
+
+def hierarchy(name: str) -> Hierarchy:
+    """Scopes and series of the run's graph (sized like the graph: a few entries per node)."""
+    record, key = _graph_key(name)
+
+    def build() -> Sized:
+        tree = Sized(record)
+        tree.value, tree.size = build_hierarchy(record), tree.size // 2
+        return tree
+    return _cache.get((*key, "hierarchy"), build).value
+
+
+def hierarchy_default(name: str) -> frozenset[str]:
+    """The groups opened when the graph is first shown."""
+    if graph(name) is None:
+        return frozenset()
+    _, key = _graph_key(name)
+    tree = hierarchy(name)
+    return _cache.get((*key, "hierarchy_default"), lambda: hierarchy_default_expansion(tree))
+
+
+def view(name: str, expanded: frozenset[str]) -> HierarchyView:
+    """The drawn boxes, leaves and edges for these expanded groups; only the hierarchy's
+    own ids reach the key."""
+    record, key = _graph_key(name)
+    tree = hierarchy(name)
+    expanded = frozenset(frozenset(expanded) & tree.groups.keys())
+    def build() -> Sized:
+        drawn = hierarchy_view(tree, expanded)
+        # Its node -> leaf map and drawn items; the graph's edges are the hierarchy's own.
+        return Sized(drawn, 160 * len(drawn.rep) + 600 * (len(drawn.nodes) + len(drawn.edges)))
+    return _cache.get((*key, expanded, "view"), build).value
+
+
+def steps(name: str) -> list[StepRecord]:
+    return _query(name, "steps")
+
+
+def step_stats(name: str, step: int) -> list:
+    return _query(name, "step_stats", step)
+
+
+def transfers(name: str, step: int) -> list:
+    return _query(name, "transfers", step)
+
+
+def cut_edges(name: str) -> list:
+    return _query(name, "cut_edges", None)
+
+
+def tensor_summaries(name: str) -> list:
+    return _query(name, "tensor_summaries", None)
+
+
+def last_traced_step(name: str) -> int | None:
+    return _query(name, "last_traced_step")
+
+
+def graph_elements_for(name: str, expanded: frozenset[str], mode: str, step: int | None,
+                       partition: bool, build: Callable[[], Any]) -> Any:
+    """The page's element list for one (graph, expansion, colour mode, step, partition),
+    built once by `build` and kept while the run does not change."""
+    path = run_path(name)
+    record, key = _graph_key(name)
+    return _cache.get((*key, _stamp(path), frozenset(expanded), mode, step, partition,
+                       "elements"), lambda: _sized_elements(build())).value
+
+
+def _sized_elements(built: tuple[list, list]) -> Sized:
+    """An element is a dict of a dozen short fields (about 1.5 KB with its position)."""
+    return Sized(built, 1500 * len(built[0]) + 400 * len(built[1]))
+
+
+def warm_graphs(limit: int = 3) -> None:
+    """Reads and groups the graphs of the newest `limit` healthy runs, so the first visit to
+    the Graph page draws at once (TensorBoard, too, loads its logdir when it starts). What
+    fails here is left for the page to tell."""
+    for name in healthy_run_names()[:limit]:
+        try:
+            if graph(name) is not None:
+                view(name, hierarchy_default(name))
+        except Exception as exc:  # noqa: BLE001 -- the page reports it when it is asked
+            _warm_log.info("not warmed: %s: %.200s", name, exc)

@@ -259,6 +259,21 @@ class RunWriter:
         store.check_record("graph", record, GraphRecord)
         self._put((OP_GRAPH, time.time(), record))
 
+    def add_graph(self, graph: Any) -> None:
+        """Records a tf.Graph or GraphDef (or a GraphRecord) as the run's graph without
+        running it: the Graph page shows it, with the devices it requests."""
+        if not isinstance(graph, GraphRecord):
+            # The engine's graph types, imported only when asked (the store needs none).
+            from engine.graph_def import GraphDef
+            from engine.runtime.recording import graph_record
+            if not isinstance(graph, GraphDef):
+                if not callable(getattr(graph, "as_graph_def", None)):
+                    raise TypeError(f"add_graph expects a tf.Graph, GraphDef or GraphRecord, "
+                                    f"got {type(graph).__name__}")
+                graph = graph.as_graph_def()
+            graph = graph_record(graph)
+        self.graph(graph)
+
     def placements(self, records: Sequence[PlacementRecord]) -> None:
         self._check_usable()
         self._put((OP_PLACEMENTS, time.time(), tuple(records)))

@@ -1,5 +1,6 @@
-"""Browser-test helpers: open a page, find and click a node of the graph figure (a uniquely
-named module, so test files can import it whatever other conftest modules are loaded)."""
+"""Browser-test helpers: open a page, wait for the graph drawing (dash-cytoscape's canvas)
+and click one of its nodes where it is drawn (a uniquely named module, so test files can
+import it whatever other conftest modules are loaded)."""
 
 from __future__ import annotations
 
@@ -8,37 +9,69 @@ from selenium.webdriver.support.wait import WebDriverWait
 
 WAIT_S = 10
 
-# Finds the SVG point drawn for a node: node traces carry customdata [name, kind], and the
-# scatter layer holds one <g class="trace"> per trace, in data order.
-_FIND_POINT = """
-const plot = document.querySelector('#graph-dag-graph .js-plotly-plot');
-if (!plot || !plot.data) { return null; }
-for (let t = 0; t < plot.data.length; t++) {
-    const custom = plot.data[t].customdata || [];
-    for (let p = 0; p < custom.length; p++) {
-        if (custom[p][0] === arguments[0]) { return [t, p]; }
-    }
+# cytoscape.js keeps its instance on the container element.
+_CY = "const box = document.querySelector('#graph-cytoscape'); " \
+      "const cy = box && box._cyreg ? box._cyreg.cy : null;"
+
+# The viewport position of a drawn node, or null while it is not drawn (yet). The canvas
+# is scrolled into view, and a node outside the window is panned to (as a user would).
+_NODE_AT = _CY + """
+if (!cy) { return null; }
+const node = cy.getElementById(arguments[0]);
+if (!node || node.empty() || node.isParent()) { return null; }
+box.scrollIntoView({block: 'nearest'});
+let frame = box.getBoundingClientRect();
+let at = node.renderedPosition();
+const inside = (x, y) => x > 0 && y > 0 && x < window.innerWidth && y < window.innerHeight;
+if (!inside(frame.left + at.x, frame.top + at.y)) {
+    cy.center(node);
+    frame = box.getBoundingClientRect();
+    at = node.renderedPosition();
 }
-return null;
+return [frame.left + at.x, frame.top + at.y];
 """
+
+_NODE_COUNT = _CY + "return cy ? cy.nodes().length : -1;"
+_NODE_IDS = _CY + "return cy ? cy.nodes().map(node => node.id()) : [];"
 
 
 def open_page(duo, path: str) -> None:
     duo.driver.get(duo.server_url + path)
 
 
-def node_point(duo, name: str):
-    """The SVG point of a visible node, waiting until the figure holds it (after a callback
-    the old figure may still be on screen for a moment)."""
-    duo.wait_for_element("#graph-dag-graph .scatterlayer .point")
-    trace, point = WebDriverWait(duo.driver, WAIT_S).until(
-        lambda driver: driver.execute_script(_FIND_POINT, name),
-        message=f"node {name!r} never appeared in the graph figure")
-    return duo.find_element(
-        f"#graph-dag-graph .scatterlayer .trace:nth-of-type({trace + 1}) "
-        f".points path:nth-of-type({point + 1})")
+def drawn_count(duo) -> int:
+    """Nodes (boxes included) in the drawing now; -1 before cytoscape started."""
+    return duo.driver.execute_script(_NODE_COUNT)
 
 
-def click_node(duo, name: str) -> None:
-    """Hover then click, as a user does: plotly reports the hovered point on click."""
-    ActionChains(duo.driver).move_to_element(node_point(duo, name)).click().perform()
+def drawn_ids(duo) -> list[str]:
+    return duo.driver.execute_script(_NODE_IDS)
+
+
+def wait_for_graph(duo, at_least: int = 1) -> int:
+    """Waits until the drawing holds at least `at_least` nodes; returns how many."""
+    return WebDriverWait(duo.driver, WAIT_S).until(
+        lambda driver: (count := driver.execute_script(_NODE_COUNT)) >= at_least and count,
+        message="the graph was never drawn")
+
+
+def node_point(duo, node_id: str) -> tuple[float, float]:
+    """Where a leaf node is drawn (viewport pixels), waiting until it is drawn and still
+    (a redraw that just started fits the view anew)."""
+    seen: list = [None]
+
+    def settled(driver):
+        now = driver.execute_script(_NODE_AT, node_id)
+        before, seen[0] = seen[0], now
+        return now if now is not None and now == before else None
+    return WebDriverWait(duo.driver, WAIT_S, poll_frequency=0.2).until(
+        settled, message=f"node {node_id!r} never appeared in the graph drawing")
+
+
+def click_node(duo, node_id: str) -> None:
+    """A real mouse click where the node is drawn, as a user does."""
+    x, y = node_point(duo, node_id)
+    actions = ActionChains(duo.driver)
+    actions.w3c_actions.pointer_action.move_to_location(int(x), int(y))
+    actions.w3c_actions.pointer_action.click()
+    actions.perform()

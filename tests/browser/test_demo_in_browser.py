@@ -5,7 +5,7 @@ the device the placer chose, shows the soft fallback, and draws the loss curves.
 from __future__ import annotations
 
 import pytest
-from browser_helpers import click_node, open_page
+from browser_helpers import click_node, open_page, wait_for_graph
 
 from engine.record import RunReader
 from workbench.app import create_app
@@ -30,9 +30,9 @@ def test_demo_run_graph_inspector_and_loss_curve(dash_duo, demo_logdir):
 
     dash_duo.start_server(create_app(logdir))
     dash_duo.wait_for_element(f".runs-table a[href='/graph?run={run}']").click()
-    dash_duo.wait_for_element("#graph-dag-graph .scatterlayer .point")
-    dash_duo.wait_for_contains_text("#graph-dag-graph .legend", "Send/Recv cut")
-    dash_duo.wait_for_contains_text("#graph-dag-graph .legend", "GPU:1 (virtual)")
+    wait_for_graph(dash_duo)
+    dash_duo.wait_for_contains_text("#graph-legend-div", "Send/Recv cut")
+    dash_duo.wait_for_contains_text("#graph-legend-div", "GPU:1 (virtual)")
     click_node(dash_duo, "layer2/MatMul")
     dash_duo.wait_for_contains_text(".inspector-title", "layer2/MatMul")
     dash_duo.wait_for_contains_text(".inspector-op", "MatMul")

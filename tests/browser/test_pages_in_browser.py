@@ -3,7 +3,7 @@ in the browser console. Waits with wait_for_* only."""
 
 from __future__ import annotations
 
-from browser_helpers import click_node, node_point, open_page
+from browser_helpers import click_node, node_point, open_page, wait_for_graph
 from selenium.webdriver.support.wait import WebDriverWait
 
 from engine.record import RunWriter
@@ -32,14 +32,14 @@ def test_runs_page_picks_up_a_new_live_run(workbench, recorded_runs):
 
 def test_graph_page_draws_devices_cuts_and_collapses_scopes(workbench, recorded_runs):
     open_page(workbench, f"/graph?run={recorded_runs.run}")
-    workbench.wait_for_element("#graph-dag-graph .scatterlayer .point")
-    workbench.wait_for_contains_text("#graph-dag-graph .legend", "Send/Recv cut")
-    workbench.wait_for_contains_text("#graph-dag-graph .legend", "GPU:1 (virtual)")
+    wait_for_graph(workbench)
+    workbench.wait_for_contains_text("#graph-legend-div", "Send/Recv cut")
+    workbench.wait_for_contains_text("#graph-legend-div", "GPU:1 (virtual)")
     workbench.find_element("#graph-collapse-button").click()
-    workbench.wait_for_contains_text("#graph-summary-text", "7 of")
+    workbench.wait_for_contains_text("#graph-summary-text", "7 nodes drawn")
     click_node(workbench, "layer1")
     workbench.wait_for_contains_text("#graph-inspector-div", "layer1/")
-    workbench.wait_for_contains_text("#graph-summary-text", "9 of")
+    workbench.wait_for_contains_text("#graph-summary-text", "9 nodes drawn")
     assert node_point(workbench, "layer1/MatMul") is not None
     assert workbench.get_logs() == []
 
@@ -86,7 +86,7 @@ def test_a_scalars_address_opens_its_view_and_the_axis_and_scale_switch(workbenc
 def test_from_a_run_to_its_graph_inspector_then_to_its_loss(workbench, recorded_runs):
     run = recorded_runs.run
     workbench.wait_for_element(f".runs-table a[href='/graph?run={run}']").click()
-    workbench.wait_for_element("#graph-dag-graph .scatterlayer .point")
+    wait_for_graph(workbench)
     click_node(workbench, recorded_runs.node)
     workbench.wait_for_contains_text(".inspector-title", recorded_runs.node)
     workbench.wait_for_contains_text(".inspector-op", recorded_runs.node_op)

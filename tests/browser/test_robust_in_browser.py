@@ -5,7 +5,7 @@ console stays free of errors (no request failed). Waits with wait_for_* only."""
 from __future__ import annotations
 
 import pytest
-from browser_helpers import open_page
+from browser_helpers import open_page, wait_for_graph
 from recorded_mlp import write_damaged_runs
 
 from workbench.app import create_app
@@ -43,7 +43,7 @@ def test_graph_page_of_an_unknown_run_says_so_and_shows_a_healthy_one(robust, da
     robust.wait_for_contains_text("#graph-notice-text",
                                   "No readable run named 'no-such-run' in the log directory; "
                                   f"showing {damaged_runs.bad_scalars}.")
-    robust.wait_for_element("#graph-dag-graph .scatterlayer .point")
+    wait_for_graph(robust)
     assert robust.get_logs() == []
 
 
@@ -58,5 +58,5 @@ def test_scalars_page_of_a_damaged_run_says_so(robust, damaged_runs):
 def test_graph_page_asked_for_no_run_opens_a_healthy_one(robust, damaged_runs):
     open_page(robust, "/graph")                   # the newest run is the damaged one
     robust.wait_for_contains_text("#graph-run-dropdown", damaged_runs.bad_scalars)
-    robust.wait_for_element("#graph-dag-graph .scatterlayer .point")
+    wait_for_graph(robust)
     assert robust.get_logs() == []

@@ -88,7 +88,7 @@ def test_create_app_registers_pages_in_order(recorded):
     assert layout.status_code == 200 and b"app-nav-graph-link" in layout.data
     deps = client.get("/_dash-dependencies").json
     outputs = " ".join(dep["output"] for dep in deps)
-    for component in ("runs-table-div", "graph-dag-graph", "placement-nodes-table",
+    for component in ("runs-table-div", "graph-cytoscape", "placement-nodes-table",
                       "scalars-curves-div"):
         assert component in outputs
 

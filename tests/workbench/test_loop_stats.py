@@ -12,10 +12,6 @@ from workbench import data
 from workbench.pages import graph
 
 
-def click(name: str, kind: str) -> dict:
-    return {"points": [{"customdata": [name, kind]}]}
-
-
 def test_node_stats_count_executions_and_sum_their_time():
     stats = [OpStatRecord(7, "while/add", "Add", "/cpu:0", 10.0 * i, 10.0 * i + 4.0, 4)
              for i in range(5)] + [OpStatRecord(7, "x", "Placeholder", "/cpu:0", 0.0, 1.0, 4)]
@@ -36,12 +32,11 @@ def test_a_recorded_loop_shows_its_iteration_count(tmp_path, text_of):
                                       np.full(3, 6.0))
     data.set_logdir(tmp_path)
     try:
-        assert "while" not in data.default_expanded("loop")
-        panel, selected = graph.inspect(graph.DAG_GRAPH, click("while/accumulate", "op"),
-                                        "loop")
-        assert selected == "while/accumulate"
+        assert "while" not in data.hierarchy_default("loop")
+        # "while/accumulate" is also a scope (its Enter), so the op is drawn as "(accumulate)"
+        panel = graph.inspect("loop", "while/accumulate/(accumulate)", None)
         assert "ran 6 times" in text_of(panel)
-        panel, _ = graph.inspect(graph.DAG_GRAPH, click("x", "op"), "loop")
+        panel = graph.inspect("loop", "x", None)
         assert "did not run" in text_of(panel)    # a fed placeholder does not run
     finally:
         data.set_logdir("runs")

@@ -6,13 +6,8 @@ from dash import dcc, no_update
 
 from engine.record import RunWriter
 from engine.record.schema import SOFT_FALLBACK
-from viz.graph_figure import CUT_LEGEND
 from workbench.pages import graph, placement, runs, scalars
 from workbench.pages.graph_inspector import INSPECTOR_HINT
-
-
-def click(name: str, kind: str) -> dict:
-    return {"points": [{"curveNumber": 3, "pointNumber": 0, "customdata": [name, kind]}]}
 
 
 def test_runs_table_lists_runs_and_the_unreadable_folder(recorded, text_of):
@@ -40,43 +35,113 @@ def test_run_choice_prefers_the_query_then_the_newest(recorded):
                       f"showing {newest}.")
 
 
-def test_expanded_scopes_follow_buttons_and_clicks(recorded):
+def state(trigger, run, tap=None, pattern="", current=None, query=None):
+    return graph.next_state(trigger, run, tap, pattern, current, "", query)
+
+
+def test_expanded_groups_follow_buttons_and_taps(recorded):
     run = recorded.run
-    default = graph.next_expanded(graph.RUN_DROPDOWN, run, None, None)
-    assert "layer1" in default and "gradients/layer1" in default
-    assert graph.next_expanded(graph.COLLAPSE_BUTTON, run, None, default) == []
-    top = graph.next_expanded(graph.EXPAND_BUTTON, run, None, [])
+    default, selected, _ = state(graph.RUN_DROPDOWN, run)
+    assert "layer1" in default and "gradients/layer1" in default and selected == ""
+    assert state(graph.COLLAPSE_BUTTON, run, current=default)[0] == []
+    top, _, _ = state(graph.EXPAND_BUTTON, run, current=[])
     assert top == ["gradients", "layer1", "layer2", "loss", "train"]
-    opened = graph.next_expanded(graph.DAG_GRAPH, run, click("layer1/weights", "scope"), top)
-    assert opened == sorted(top + ["layer1/weights"])
-    assert graph.next_expanded(graph.DAG_GRAPH, run, click("x", "op"), top) is no_update
+    opened, selected, _ = state(graph.CYTO, run, {"id": "layer1/weights", "kind": "scope"},
+                                current=top)
+    assert opened == sorted(top + ["layer1/weights"]) and selected == "layer1/weights"
+    closed, _, _ = state(graph.CYTO, run, {"id": "layer1", "kind": "scope"}, current=opened)
+    assert "layer1" not in closed and "layer1/weights" in closed
+    assert state(graph.CYTO, run, {"id": "x", "kind": "op"}, current=top) == (
+        no_update, "x", "")
+    partitioned = {"id": "/job:localhost/replica:0/task:0/device:CPU:0|x", "kind": "op"}
+    assert state(graph.CYTO, run, partitioned, current=top)[1] == "x"
 
 
-def test_dag_figure_colours_devices_and_marks_cuts(recorded):
-    figure, summary = graph.dag_figure(recorded.run, [], "")
-    legend = [t.name for t in figure.data if t.showlegend is not False]
-    assert CUT_LEGEND in legend
-    assert {"CPU:0", "GPU:0 (virtual)", "GPU:1 (virtual)"} <= set(legend)
-    assert summary.startswith("graph version 1: 7 of 28 nodes shown")
-    empty, _ = graph.dag_figure(None, [], "")
-    assert "No readable run" in empty.layout.annotations[0].text
+def test_search_reveals_and_selects_the_first_match(recorded):
+    run = recorded.run
+    expanded, selected, told = state(graph.SEARCH_BUTTON, run, pattern=r"_grad/MatMul_1$",
+                                     current=[])
+    assert selected == "gradients/layer2/MatMul_grad/MatMul_1"     # the first in graph order
+    assert {"gradients", "gradients/layer2", "gradients/layer2/MatMul_grad"} <= set(expanded)
+    assert told == "2 matches; showing gradients/layer2/MatMul_grad/MatMul_1."
+    assert state(graph.SEARCH_BUTTON, run, pattern="(", current=[])[2].startswith(
+        "Not a regular expression")
+    assert state(graph.SEARCH_BUTTON, run, pattern="nothing-here", current=[])[2] == (
+        "No node matches 'nothing-here'.")
+
+
+def test_the_address_node_is_revealed_and_selected(recorded):
+    run = recorded.run
+    query = {"run": run, "step": "49", "node": "layer1/weights"}
+    expanded, selected, _ = state(graph.RUN_DROPDOWN, run, query=query)
+    assert selected == "layer1/weights/(weights)" and "layer1/weights" in expanded
+    _, selected, told = state(graph.RUN_DROPDOWN, run, query={"run": run, "node": "ghost"})
+    assert selected == "" and told == "No node named 'ghost' in this graph."
+    options, step = graph.step_choice(run, query)
+    assert step == 49 and options[0] == {"label": "step 49 (traced)", "value": 49}
+    assert graph.step_choice(run, {"run": run, "step": "12345"})[1] == 49
+
+
+def test_draw_colours_devices_and_marks_cuts(recorded, text_of):
+    elements, legend, shown, style, summary, layout = graph.draw(recorded.run, [], "device",
+                                                                 None, [])
+    assert shown == "" and style == {"display": "none"}
+    assert layout["name"] == "preset" and set(layout["positions"]) == {
+        e["data"]["id"] for e in elements if "leaf" in e["classes"]}
+    assert [text_of(item).strip() for item in legend] == [
+        "CPU:0", "GPU:0 (virtual)", "GPU:1 (virtual)", "Send/Recv cut"]
+    assert summary.startswith("graph version 1: 7 nodes drawn for 28")
+    cuts = [e for e in elements if "cut" in e.get("classes", "")]
+    assert cuts and all("source" in e["data"] for e in cuts)
+    assert "No readable run" in graph.draw(None, [], "device", None, [])[2]
+
+
+def test_draw_in_every_colour_mode_and_the_partition_view(recorded, text_of):
+    run = recorded.run
+    opened = state(graph.RUN_DROPDOWN, run)[0]
+    _, legend, _, _, _, _ = graph.draw(run, opened, "op", None, [])
+    assert "MatMul" in text_of(legend)
+    _, legend, _, _, _, _ = graph.draw(run, opened, "time", 49, [])
+    assert " us" in text_of(legend) and "did not run in step 49" in text_of(legend)
+    _, legend, _, _, _, _ = graph.draw(run, opened, "bytes", 49, [])
+    assert " B" in text_of(legend) or "KB" in text_of(legend)
+    _, legend, _, _, _, _ = graph.draw(run, opened, "requested", None, [])
+    assert "/device:GPU:0" in text_of(legend)
+    elements, _, _, _, _, _ = graph.draw(run, opened, "device", 49, [graph.PARTITION])
+    boxes = [e["data"]["label"] for e in elements if "device" in e.get("classes", "")]
+    assert boxes == ["CPU:0", "GPU:0", "GPU:1"]
+    labels = [e["data"]["label"] for e in elements if "labelled" in e.get("classes", "")]
+    assert labels and all(" B" in label or "KB" in label for label in labels)
+
+
+def test_selection_outlines_the_node_in_both_views():
+    style = graph.selection_style("layer1/MatMul")
+    assert style[-1]["selector"] == 'node[id = "layer1/MatMul"], node[id $= "|layer1/MatMul"]'
+    assert len(graph.selection_style("")) == len(style) - 1
+
+
+def test_export_asks_cytoscape_for_an_svg_or_png(recorded):
+    svg, told = graph.export(graph.SVG_BUTTON, recorded.run)
+    assert svg["type"] == "svg" and svg["action"] == "download"
+    assert svg["filename"] == f"graph-{recorded.run}" and svg["options"]["full"]
+    assert told == f"Saved the view as graph-{recorded.run}.svg."
+    png, _ = graph.export(graph.PNG_BUTTON, "../x")
+    assert png["type"] == "png" and png["filename"] == "graph-graph"   # never a path
+    assert graph.export(None, recorded.run) == (no_update, no_update)
 
 
 def test_inspector_shows_op_devices_and_reason(recorded, text_of):
-    panel, selected = graph.inspect(graph.DAG_GRAPH, click(recorded.node, "op"), recorded.run)
-    text = text_of(panel)
-    assert selected == recorded.node
+    text = text_of(graph.inspect(recorded.run, recorded.node, 49))
     assert recorded.node_op in text and recorded.node_device in text
     assert "/device:GPU:0" in text and "explicit" in text
     assert "float32 [?, 64]" in text  # the x input's dtype and shape
     assert "train_mlp.py:18 in build_model" in text
+    assert "step 49: ran once" in text
 
 
-def test_inspector_for_a_scope_and_for_a_new_run(recorded, text_of):
-    panel, selected = graph.inspect(graph.DAG_GRAPH, click("loss", "scope"), recorded.run)
-    assert "4 nodes" in text_of(panel) and selected == ""
-    assert graph.inspect(graph.RUN_DROPDOWN, click("x", "op"), recorded.run) == (
-        INSPECTOR_HINT, "")
+def test_inspector_for_a_scope_and_for_no_selection(recorded, text_of):
+    assert "4 nodes" in text_of(graph.inspect(recorded.run, "loss", None))
+    assert graph.inspect(recorded.run, "", None) == INSPECTOR_HINT
 
 
 def test_placement_filters_and_log(recorded):
@@ -125,9 +190,10 @@ def test_scalars_query_run_and_empty_choice(recorded, text_of):
 def test_a_run_with_only_scalars_has_no_graph_and_no_placements(empty_logdir):
     with RunWriter(empty_logdir, "scalars-only") as writer:
         writer.scalar("loss", 1.0, 0)
-    figure, summary = graph.dag_figure("scalars-only", [], "")
-    assert "recorded no graph" in figure.layout.annotations[0].text and summary == ""
-    assert graph.next_expanded(graph.RUN_DROPDOWN, "scalars-only", None, None) == []
+    _, _, shown, _, summary, _ = graph.draw("scalars-only", [], "device", None, [])
+    assert "recorded no graph" in shown and summary == ""
+    assert graph.next_state(graph.RUN_DROPDOWN, "scalars-only", None, "", None, "", None) == (
+        [], "", "")
     rows, log, count = placement.placement_content("scalars-only", "", [], [])
     assert rows == [] and count == "0 of 0 nodes, 0 soft fallbacks"
     assert log == "(no placements match)"

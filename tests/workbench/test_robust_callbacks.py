@@ -10,6 +10,7 @@ import json
 import threading
 
 import pytest
+from dash import no_update
 from dash._utils import to_json
 from dash.exceptions import PreventUpdate
 
@@ -25,10 +26,6 @@ HOSTILE = [None, 5, -1, 3.5, True, 10**30, float("nan"), float("inf"), "", "nope
            [{"a": 1}], {}, {"points": [{"customdata": 7}]}, [None, 5, "x"]]
 
 
-def annotation(figure) -> str:
-    return figure.layout.annotations[0].text
-
-
 def called(function, args):
     """function(*args) as Dash would run it: a PreventUpdate is an answer too (204)."""
     try:
@@ -42,11 +39,19 @@ def called(function, args):
 CALLBACKS = {
     "runs_table": (runs.runs_table, lambda r: (None,)),
     "graph.run_choice": (graph.run_choice, lambda r: (r.run,)),
-    "graph.next_expanded": (graph.next_expanded, lambda r: (graph.EXPAND_BUTTON, r.run, None,
-                                                              ["layer1"])),
-    "graph.dag_figure": (graph.dag_figure, lambda r: (r.run, ["layer1"], "layer1/MatMul")),
-    "graph.inspect": (graph.inspect, lambda r: (graph.DAG_GRAPH, {"points": [
-        {"customdata": ["layer1/MatMul", "op"]}]}, r.run)),
+    "graph.next_state": (graph.next_state, lambda r: (graph.EXPAND_BUTTON, r.run, None, "",
+                                                        ["layer1"], "", None)),
+    "graph.next_state.tap": (graph.next_state, lambda r: (graph.CYTO, r.run, {
+        "id": "layer1", "kind": "scope"}, "", ["layer1"], "", {"run": r.run})),
+    "graph.next_state.search": (graph.next_state, lambda r: (graph.SEARCH_BUTTON, r.run, None,
+                                                               "Mat.*", [], "", None)),
+    "graph.step_choice": (graph.step_choice, lambda r: (r.run, {"run": r.run, "step": "3"})),
+    "graph.draw": (graph.draw, lambda r: (r.run, ["layer1"], "device", None, [])),
+    "graph.draw.partition": (graph.draw, lambda r: (r.run, ["layer1"], "time", 49,
+                                                    [graph.PARTITION])),
+    "graph.selection_style": (graph.selection_style, lambda r: ("layer1/MatMul",)),
+    "graph.inspect": (graph.inspect, lambda r: (r.run, "layer1/MatMul", 49)),
+    "graph.export": (graph.export, lambda r: (graph.SVG_BUTTON, r.run)),
     "placement.run_choice": (placement.run_choice, lambda r: (r.run,)),
     "placement.device_options": (placement.device_options, lambda r: (r.run,)),
     "placement.placement_content": (placement.placement_content, lambda r: (r.run, "", [], [])),
@@ -81,13 +86,17 @@ def test_unknown_and_malformed_run_names_are_told_on_the_graph_page(recorded):
              5: "A run name must be text, got int.",
              ("a",): "A run name must be text, got tuple."}
     for run, told in cases.items():
-        figure, summary = graph.dag_figure(run, [], "")
-        assert annotation(figure).startswith(told) and summary == ""
-        assert len(annotation(figure)) < 200
-    figure, _ = graph.dag_figure(recorded.run, 7, "")
-    assert annotation(figure) == "The expanded scopes must be a list, got int 7."
-    figure, _ = graph.dag_figure(recorded.run, ["layer1"], {"a": 1})
-    assert annotation(figure).startswith("The selected node must be text")
+        elements, _, shown, _, summary, _ = graph.draw(run, [], "device", None, [])
+        assert shown.startswith(told) and summary == "" and elements == []
+        assert len(shown) < 200
+    assert graph.draw(recorded.run, 7, "device", None, [])[2] == (
+        "The expanded scopes must be a list, got int 7.")
+    assert graph.draw(recorded.run, ["layer1"], {"a": 1}, None, [])[2].startswith(
+        "The colour mode must be text")
+    assert graph.draw(recorded.run, [], "rainbow", None, [])[2].startswith(
+        "The colour mode must be one of device, requested, op, time, bytes")
+    assert graph.draw(recorded.run, [], "time", 2.5, [])[2] == (
+        "A step must be a whole number, got 2.5.")
 
 
 def test_the_address_asking_for_an_unknown_run_is_told(recorded):
@@ -119,21 +128,25 @@ def test_malformed_lists_and_clicks_are_told_or_ignored(recorded, text_of):
     _, _, count = placement.placement_content(recorded.run, "", ["r"] * 10_000, [])
     assert count == "The reasons: 10000 chosen, at most 200 at once."
     assert "must be text" in text_of(scalars.curves([recorded.run], [7], 0.5))
-    for click in ({"points": "x"}, {"points": [5]}, {"points": [{"customdata": "ab"}]},
-                  [1, 2], {"points": [{"customdata": [1, 2]}]}):
-        assert graph.inspect(graph.DAG_GRAPH, click, recorded.run) == (INSPECTOR_HINT, "")
-        assert graph.next_expanded(graph.DAG_GRAPH, recorded.run, click, []) is not None
-    panel, _ = graph.inspect(graph.DAG_GRAPH, {"points": [{"customdata": ["ghost", "op"]}]},
-                             recorded.run)
-    assert text_of(panel) == "no node or scope named 'ghost' in graph version 1"
+    for tap in ({"id": 5}, "x", [1, 2], {"id": "ghost", "kind": "op"}, {"kind": "scope"},
+                {"id": "device:/cpu:0", "kind": "device"}):
+        assert graph.next_state(graph.CYTO, recorded.run, tap, "", [], "", None) == (
+            no_update, no_update, no_update)
+    assert graph.inspect(recorded.run, "", None) == INSPECTOR_HINT
+    assert graph.inspect(recorded.run, ["layer1"], None) == INSPECTOR_HINT
+    assert text_of(graph.inspect(recorded.run, "ghost", None)) == (
+        "No node or scope 'ghost' in this graph.")
 
 
 def test_junk_scopes_sent_back_are_dropped(recorded):
     junk = [f"junk{i}" for i in range(5000)]
-    assert graph.next_expanded(graph.EXPAND_BUTTON, recorded.run, None, junk) == [
-        "gradients", "layer1", "layer2", "loss", "train"]
-    click = {"points": [{"customdata": ["not-a-scope", "scope"]}]}
-    assert graph.next_expanded(graph.DAG_GRAPH, recorded.run, click, junk) == []
+    expanded, _, _ = graph.next_state(graph.EXPAND_BUTTON, recorded.run, None, "", junk, "",
+                                      None)
+    assert expanded == ["gradients", "layer1", "layer2", "loss", "train"]
+    tap = {"id": "not-a-scope", "kind": "scope"}
+    assert graph.next_state(graph.CYTO, recorded.run, tap, "", junk, "", None)[0] is no_update
+    assert graph.draw(recorded.run, junk, "device", None, [])[4].startswith(
+        "graph version 1: 7 nodes drawn for 28")
 
 
 def test_damaged_runs_are_listed_and_each_page_says_what_is_wrong(damaged, text_of):
@@ -141,12 +154,12 @@ def test_damaged_runs_are_listed_and_each_page_says_what_is_wrong(damaged, text_
     assert by_name[damaged.missing_graph].status == DAMAGED
     table = text_of(runs.runs_table(None))
     assert f"{damaged.missing_graph}/blobs/{damaged.missing_file}: side file missing" in table
-    figure, _ = graph.dag_figure(damaged.missing_graph, [], "")
-    told = annotation(figure)
+    told = graph.draw(damaged.missing_graph, [], "device", None, [])[2]
     assert told.startswith("Cannot show this: the run is damaged (")
     assert f"{damaged.missing_graph}/blobs/{damaged.missing_file}" in told
     assert str(damaged.logdir) not in told and str(damaged.logdir.resolve()) not in told
-    assert graph.next_expanded(graph.RUN_DROPDOWN, damaged.missing_graph, None, None) == []
+    assert graph.next_state(graph.RUN_DROPDOWN, damaged.missing_graph, None, "", None, "",
+                            None)[:2] == ([], "")
     rows, _, count = placement.placement_content(damaged.missing_graph, "", [], [])
     assert len(rows) == 28                         # placements are whole
     shown = text_of(scalars.curves([damaged.bad_scalars, "mlp-lr0.5"], ["loss"], 0.6))
@@ -170,8 +183,7 @@ def test_a_page_asked_for_no_run_opens_a_healthy_one(damaged):
 def test_a_run_being_written_shows_what_it_has_so_far(empty_logdir, text_of):
     writer = RunWriter(empty_logdir, "live")
     try:
-        figure, _ = graph.dag_figure("live", [], "")
-        assert annotation(figure) == "Run live recorded no graph."
+        assert graph.draw("live", [], "device", None, [])[2] == "Run live recorded no graph."
         assert text_of(scalars.curves(["live"], ["loss"], 0.6)) == \
             "None of the chosen runs has the chosen tags."
         writer.scalar("loss", 1.0, 0)
@@ -248,7 +260,7 @@ def test_the_server_answers_bad_requests_without_a_5xx(server, caplog):
     statuses = {}
     path = "/_dash-update-component"
     served = {key: spec for key, spec in app.callback_map.items() if "callback" in spec}
-    assert len(served) == 22                  # the pages' 21 and Dash's page router
+    assert len(served) == 25                  # the pages' 24 and Dash's page router
     for key, spec in served.items():
         for value in HOSTILE:
             for position in range(len(spec["inputs"])):

@@ -81,13 +81,12 @@ def test_scalars_page_says_when_an_event_file_run_lacks_the_tag(mixed, text_of):
 
 
 def test_graph_page_draws_a_tensorflow_graph_def(mixed):
-    expanded = graph.next_expanded(graph.RUN_DROPDOWN, mixed.tf, None, None)
-    figure, summary = graph.dag_figure(mixed.tf, expanded, "")
-    assert summary.startswith("graph version 0: ")
-    assert "of 9 nodes shown, 0 cross-device edges" in summary
-    assert figure.data
-    _, none = graph.dag_figure(mixed.torch, [], "")
-    assert none == ""
+    expanded, _, _ = graph.next_state(None, mixed.tf, None, None, None, None, {})
+    elements, _, problem, _, summary, _ = graph.draw(mixed.tf, expanded, None, None, [])
+    assert problem == "" and summary.startswith("graph version 0: ")
+    assert "nodes drawn for 9, 0 cross-device edges" in summary
+    assert elements
+    assert graph.draw(mixed.torch, [], None, None, [])[2] == f"Run {mixed.torch} recorded no graph."
 
 
 def test_torch_add_graph_with_dangling_inputs_draws(tmp_path, text_of):
@@ -103,11 +102,12 @@ def test_torch_add_graph_with_dangling_inputs_draws(tmp_path, text_of):
     writer.close()
     data.set_logdir(tmp_path / "logs")
     try:
-        expanded = graph.next_expanded(graph.EXPAND_BUTTON, "torch_graph", None, [])
-        figure, summary = graph.dag_figure("torch_graph", expanded, "")
-        assert "nodes shown" in summary and figure.data
-        clicked = {"points": [{"customdata": ["Sequential", "scope"]}]}
-        panel, _ = graph.inspect(graph.DAG_GRAPH, clicked, "torch_graph")
+        expanded, _, _ = graph.next_state(graph.EXPAND_BUTTON, "torch_graph", None, None, [],
+                                          None, {})
+        elements, _, problem, _, summary, _ = graph.draw("torch_graph", expanded, None, None,
+                                                         [])
+        assert problem == "" and "nodes drawn" in summary and elements
+        panel = graph.inspect("torch_graph", "Sequential", None)
         assert "Sequential" in text_of(panel)
     finally:
         data.set_logdir("runs")

@@ -168,18 +168,19 @@ def test_a_click_on_a_bar_opens_the_node_in_the_graph(store):
 
 
 def test_the_graph_page_reveals_and_inspects_the_node_in_the_address(store, text_of):
+    """The Timeline links to /graph?run=&step=&node=: the node's loop scope opens, the node
+    is selected and the inspector reads that step's stats."""
     query = {"run": RUN, "node": "while/acc", "step": "2"}
-    assert "while" not in graph.next_expanded(graph.RUN_DROPDOWN, RUN, None, None, {})
-    assert "while" in graph.next_expanded(graph.RUN_DROPDOWN, RUN, None, None, query)
-    panel, selected = graph.inspect(graph.RUN_DROPDOWN, None, RUN, query)
-    assert selected == "while/acc"
-    assert f"ran {ITERATIONS} times" in text_of(panel)
-    # A step that is not plain digits falls back to the latest traced step.
-    assert graph.inspect(graph.RUN_DROPDOWN, None, RUN, {**query, "step": "²"})[1] == (
-        "while/acc")
-    # Another run shown, or a node the graph lacks: nothing is selected.
-    assert graph.inspect(graph.RUN_DROPDOWN, None, "untraced", query)[1] == ""
-    assert graph.inspect(graph.RUN_DROPDOWN, None, RUN, {**query, "node": "nope"})[1] == ""
+    plain, _, _ = graph.next_state(None, RUN, None, None, None, None, {})
+    expanded, selected, note = graph.next_state(None, RUN, None, None, None, None, query)
+    assert "while" not in plain and "while" in expanded and note == ""
+    assert selected
+    panel = graph.inspect(RUN, selected, 2)
+    assert "while/acc" in text_of(panel) and str(ITERATIONS) in text_of(panel)
+    # Another run asked for, or a node the graph lacks: nothing is selected.
+    assert graph.next_state(None, "untraced", None, None, None, None, query)[1] == ""
+    missing = graph.next_state(None, RUN, None, None, None, None, {**query, "node": "nope"})
+    assert missing[1] == "" and "No node named 'nope'" in missing[2]
 
 
 def test_the_app_serves_the_timeline_page(store):

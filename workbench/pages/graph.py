@@ -1,25 +1,37 @@
-"""Graph page (`/graph`): the recorded graph as a layered DAG coloured by assigned device,
-Send/Recv cut edges marked, name scopes collapsible, and an inspector for the clicked node."""
+"""Graph page (`/graph?run=NAME&step=N&node=NODE`): the recorded graph drawn with
+dash-cytoscape as TensorBoard draws it (expanded scopes and series as boxes, collapsed ones
+as counted nodes, dagre-routed edges), coloured by device, op type or a step's time or bytes,
+a partition view by device with labelled Send/Recv cuts, regex search, an inspector for the
+selected node, and SVG/PNG export."""
 
 from __future__ import annotations
 
-import zlib
+import json
+import re
 
 import dash
+import dash_cytoscape as cyto
 from dash import Input, Output, State, dcc, html, no_update
-from plotly.graph_objects import Figure
+from dash.exceptions import PreventUpdate
 
-from viz.graph_figure import graph_figure
-from viz.inspector import node_details, node_stats
-from viz.message import message_figure
-from viz.scopes import OP, SCOPE, expand_level
+from viz.graph_elements import (
+    COLOR_MODES,
+    DEFAULT_COLOR_MODE,
+    DEVICE_BOX,
+    TASK_BOX,
+    cytoscape_layout,
+    graph_elements,
+    step_facts,
+    stylesheet,
+)
+from viz.hierarchy import OP, expand_level_within, reveal, search
+from viz.inspector import group_details, node_stats, op_details, step_details
 from workbench import data
-from workbench.inputs import click_target, scope_list, text
+from workbench.inputs import MAX_TEXT, BadInput, clipped, scope_list, text
 from workbench.pages.common import (
     answers,
     choose_run,
     labelled,
-    loading,
     message,
     page_header,
     run_choices,
@@ -32,182 +44,391 @@ PATH = "/graph"
 NAME = "Graph"
 
 RUN_DROPDOWN = "graph-run-dropdown"
+STEP_DROPDOWN = "graph-step-dropdown"
+COLOR_DROPDOWN = "graph-color-dropdown"
+PARTITION_CHECK = "graph-partition-checklist"
+SEARCH_INPUT = "graph-search-input"
+SEARCH_BUTTON = "graph-search-button"
+SEARCH_TEXT = "graph-search-text"
+EXPORT_TEXT = "graph-export-text"
 QUERY_STORE = "graph-query-store"
-NODE_QUERY_STORE = "graph-node-query-store"
 EXPANDED_STORE = "graph-expanded-store"
 SELECTED_STORE = "graph-selected-store"
 COLLAPSE_BUTTON = "graph-collapse-button"
 EXPAND_BUTTON = "graph-expand-button"
-DAG_GRAPH = "graph-dag-graph"
-DAG_LOADING = "graph-dag-loading"
+SVG_BUTTON = "graph-svg-button"
+PNG_BUTTON = "graph-png-button"
+DAG_GRAPH = "graph-dag-graph"          # the canvas's frame: the message or the drawing
+DAG_MESSAGE = "graph-dag-message"
+CYTO = "graph-cytoscape"
+LEGEND_DIV = "graph-legend-div"
 SUMMARY_TEXT = "graph-summary-text"
 NOTICE_TEXT = "graph-notice-text"
 INSPECTOR_DIV = "graph-inspector-div"
-INSPECTOR_LOADING = "graph-inspector-loading"
+PARTITION = "partition"
+STEPS_SHOWN = 500              # the step chooser lists the latest this many steps
+MAX_STEP = 10**18              # SQLite's integers are 64-bit
+EXPAND_LIMIT = 300             # "Expand a level" stops opening scopes past this many nodes
+# The drawing fills the window below the controls (cytoscape's own default is 600 px).
+CANVAS_STYLE = {"width": "100%", "height": "calc(100vh - 270px)", "minHeight": "320px"}
+
+cyto.load_extra_layouts()          # dagre, and the SVG export
 
 
-def layout(run: str | None = None, node: str | None = None, step: str | None = None,
+def layout(run: str | None = None, step: str | None = None, node: str | None = None,
            **_query) -> html.Div:
     return html.Div([
-        page_header("Graph", "Data flows from the top down. Nodes are coloured by the device "
-                             "they ran on; dashed red edges cross devices (a Send/Recv pair)."),
-        dcc.Store(id=QUERY_STORE, data=run),
-        dcc.Store(id=NODE_QUERY_STORE, data={"run": run, "node": node, "step": step}),
+        page_header("Graph", "Data flows down. Boxes are open scopes and series; a node "
+                             "with a count is a closed one (click it). Dashed orange edges "
+                             "cross devices."),
+        dcc.Store(id=QUERY_STORE, data={"run": run, "step": step, "node": node}),
         dcc.Store(id=EXPANDED_STORE),
         dcc.Store(id=SELECTED_STORE, data=""),
-        html.Div(className="controls", children=[
+        html.Div(className="controls graph-controls", children=[
             labelled("Run", dcc.Dropdown(id=RUN_DROPDOWN, clearable=False)),
+            labelled("Step", dcc.Dropdown(id=STEP_DROPDOWN, clearable=True,
+                                          placeholder="latest traced")),
+            labelled("Colour", dcc.Dropdown(
+                id=COLOR_DROPDOWN, clearable=False, value=DEFAULT_COLOR_MODE,
+                options=[{"label": label, "value": mode}
+                         for mode, label in COLOR_MODES.items()])),
+            dcc.Checklist(id=PARTITION_CHECK, className="toggle", value=[],
+                          options=[{"label": " Partition view", "value": PARTITION}]),
+            html.Div(className="search", children=[
+                dcc.Input(id=SEARCH_INPUT, type="text", placeholder="search nodes (regex)",
+                          debounce=True, maxLength=MAX_TEXT, className="search-input"),
+                html.Button("Find", id=SEARCH_BUTTON, className="button")]),
             html.Button("Collapse all", id=COLLAPSE_BUTTON, className="button"),
             html.Button("Expand a level", id=EXPAND_BUTTON, className="button"),
-            html.Span(id=SUMMARY_TEXT, className="muted"),
+            html.Button("SVG", id=SVG_BUTTON, className="button", title="export this view"),
+            html.Button("PNG", id=PNG_BUTTON, className="button", title="export this view"),
         ]),
-        html.P(id=NOTICE_TEXT, className="message notice"),
+        # One line of fixed height: cytoscape keeps where its canvas is on the page, so
+        # nothing above it may move once it is drawn (clicks would miss their nodes).
+        html.Div(className="graph-status", children=[
+            html.Span(id=NOTICE_TEXT, className="notice-inline"),
+            html.Span(id=SUMMARY_TEXT, className="muted"), " ",
+            html.Span(id=SEARCH_TEXT, className="search-text"), " ",
+            html.Span(id=EXPORT_TEXT, className="muted")]),
         html.Div(className="graph-layout", children=[
-            html.Div(className="graph-canvas", children=loading(DAG_LOADING, dcc.Graph(
-                id=DAG_GRAPH, figure=message_figure("Loading graph…"),
-                config={"scrollZoom": True, "displaylogo": False,
-                        "modeBarButtonsToRemove": ["lasso2d", "select2d", "autoScale2d"]}))),
-            html.Div(className="graph-inspector", children=loading(
-                INSPECTOR_LOADING, html.Div(id=INSPECTOR_DIV, children=INSPECTOR_HINT))),
+            html.Div(id=DAG_GRAPH, className="graph-canvas", children=[
+                html.P("Loading graph…", id=DAG_MESSAGE, className="message graph-message"),
+                html.Div(id=LEGEND_DIV, className="graph-legend"),
+                cyto.Cytoscape(id=CYTO, elements=[], stylesheet=stylesheet(),
+                               layout=cytoscape_layout(), className="graph-cytoscape",
+                               style=CANVAS_STYLE,
+                               minZoom=0.05, maxZoom=4,
+                               boxSelectionEnabled=False, autounselectify=True,
+                               autoRefreshLayout=False, responsive=True),
+            ]),
+            html.Div(className="graph-inspector",
+                     children=html.Div(id=INSPECTOR_DIV, children=INSPECTOR_HINT)),
         ]),
     ])
 
 
+def _query(query) -> dict:
+    """The address's run, step and node (a plain run name counts as {run})."""
+    if isinstance(query, str) or query is None:
+        return {"run": query, "step": None, "node": None}
+    if not isinstance(query, dict):
+        raise BadInput(f"the page address must be a mapping, got {clipped(query)}")
+    return {key: query.get(key) for key in ("run", "step", "node")}
+
+
 @answers(lambda problem: ([], None, problem))
-def run_choice(requested: str | None) -> tuple[list[dict], str | None, str]:
+def run_choice(query) -> tuple[list[dict], str | None, str]:
     """(options, the run to show, a notice when it is not the one asked for): the
     requested run, else the newest healthy one, else the newest readable one."""
+    requested = _query(query)["run"]
     names, healthy = run_choices()
     chosen = choose_run(names, requested, healthy)
     options = run_options(names, frozenset(names) - frozenset(healthy))
     return options, chosen, run_notice(requested, chosen)
 
 
-def clicked(click: dict | None) -> tuple[str, str] | None:
-    """(name, kind) of the clicked node; None when the click was not on a node."""
-    return click_target(click)
-
-
-def requested_node(query: dict | None, run: str) -> tuple[str, str | None] | None:
-    """(node, step text) from `/graph?run=R&node=N&step=S` when R is the run shown and N one
-    of its graph's nodes (an address from the Timeline page); None otherwise."""
-    if not isinstance(query, dict) or query.get("run") not in (None, "", run):
+def requested_step(value) -> int | None:
+    """A step number from the address or the chooser (None when absent)."""
+    if value is None or value == "":
         return None
-    node = text(query.get("node"), "the node in the address")
-    graph = data.graph(run)
-    if not node or graph is None or all(record.name != node for record in graph.nodes):
+    if isinstance(value, bool):
+        raise BadInput(f"a step must be a whole number, got {clipped(value)}")
+    if isinstance(value, int) and abs(value) < MAX_STEP:
+        return value
+    if isinstance(value, str) and re.fullmatch(r"-?\d{1,18}", value.strip()):
+        return int(value)
+    raise BadInput(f"a step must be a whole number, got {clipped(value)}")
+
+
+@answers(lambda _problem: ([], None))
+def step_choice(run: str | None, query) -> tuple[list[dict], int | None]:
+    """(options, chosen step): the address's step when recorded, else the latest traced."""
+    if not run:
+        return [], None
+    run = data.check_name(run)
+    numbers = sorted({record.step for record in data.steps(run)})[-STEPS_SHOWN:]
+    asked = _query(query)
+    wanted = requested_step(asked["step"]) if asked["run"] in (None, run) else None
+    traced = data.last_traced_step(run)
+    options = [{"label": f"step {n}" + (" (traced)" if n == traced else ""), "value": n}
+               for n in reversed(numbers)]
+    if wanted in numbers:
+        return options, wanted
+    return options, traced
+
+
+def tapped(value) -> tuple[str, str] | None:
+    """(id, kind) of a tapped node from cytoscape's tapNodeData; None for anything else."""
+    if not isinstance(value, dict):
         return None
-    step = query.get("step")
-    digits = isinstance(step, str) and step.isascii() and step.isdigit() and len(step) < 20
-    return node, step if digits else None
+    ident, kind = value.get("id"), value.get("kind")
+    if not (isinstance(ident, str) and isinstance(kind, str)) or not 0 < len(ident) <= 2000:
+        return None
+    if ident.startswith((DEVICE_BOX, TASK_BOX)):
+        return None
+    if "|" in ident:                   # a partition view's "DEVICE|ID"
+        ident = ident.partition("|")[2]
+    return ident, kind
 
 
-def _enclosing_scopes(node: str) -> set[str]:
-    parts = node.split("/")
-    return {"/".join(parts[:k]) for k in range(1, len(parts))}
+def _name_of(run: str, ident: str) -> str | None:
+    """The node name an op id stands for (TF's "w" drawn as "w/(w)")."""
+    tree = data.hierarchy(run)
+    group = tree.groups.get(ident)
+    if group is None or group.kind != OP:
+        return None
+    return next(name for name, oid in tree.op_ids.items() if oid == ident)
 
 
-@answers(lambda _problem: [])
-def next_expanded(trigger: str | None, run: str | None, click: dict | None,
-                  current: list[str] | None, query: dict | None = None) -> list[str]:
-    """The expanded scopes after `trigger`: a new run gets its default, the buttons collapse
-    all or open one more level, a click on a collapsed scope opens that scope. Only the
-    graph's own scopes are kept, whatever the page sent back."""
-    if not run:
-        return []
-    run = data.check_name(run)
-    current = scope_list(current)
-    if trigger == COLLAPSE_BUTTON:
-        return []
-    if trigger == EXPAND_BUTTON and current is not None:
-        graph = data.graph(run)
-        if graph is None:
-            return []
-        return sorted(expand_level(graph, set(current) & data.scopes(run)))
-    if trigger == DAG_GRAPH and current is not None:
-        target = clicked(click)
-        if target is None or target[1] != SCOPE:
-            return no_update
-        return sorted((set(current) | {target[0]}) & data.scopes(run))
-    reveal = requested_node(query, run)
-    opened = _enclosing_scopes(reveal[0]) & data.scopes(run) if reveal else set()
-    return sorted(data.default_expanded(run) | opened)
-
-
-def update_expanded(run, _collapse, _expand, click, current, query=None):
-    return next_expanded(dash.ctx.triggered_id, run, click, current, query)
-
-
-@answers(lambda problem: (message_figure(problem), ""))
-def dag_figure(run: str | None, expanded: list[str] | None, selected: str) -> tuple[Figure, str]:
-    if not run:
-        return message_figure("No readable run in the log directory."), ""
-    run = data.check_name(run)
-    expanded = scope_list(expanded) or ()
-    selected = text(selected, "the selected node")
-    graph = data.graph(run)
-    if graph is None:
-        return message_figure(f"Run {run} recorded no graph."), ""
-    view, positions = data.graph_view(run, frozenset(expanded))
-    figure = graph_figure(view, positions, data.devices(run), selected=selected)
-    # Same run and scopes -> same revision, so selecting a node keeps the user's zoom.
-    figure.update_layout(uirevision=f"{run}:{zlib.crc32(' '.join(sorted(view.expanded)).encode())}")
-    cuts = sum(edge.cut for edge in view.edges)
-    summary = (f"graph version {graph.version}: {len(view.nodes)} of {len(graph.nodes)} nodes "
-               f"shown, {cuts} cross-device edges")
-    return figure, summary
-
-
-def _stats_of(run: str, step: str | None) -> list:
-    """Op stats of the step asked for when it was traced, else of the latest traced step."""
-    if step is not None and int(step) in data.traced_steps(run):
-        return data.step_trace(run, int(step)).stats
-    return data.last_traced_stats(run)
-
-
-@answers(lambda problem: (message(problem), ""))
-def inspect(trigger: str | None, click: dict | None, run: str | None,
-            query: dict | None = None):
-    """(inspector children, selected node) for a click; a new run clears both, except that
-    the node in the address (`node=`) is selected when its run is shown."""
-    target = clicked(click) if trigger == DAG_GRAPH else None
-    step = None
-    if run and target is None and trigger != DAG_GRAPH:
-        asked = requested_node(query, data.check_name(run))
-        if asked is not None:
-            target, step = (asked[0], OP), asked[1]
-    if not run or target is None:
-        return INSPECTOR_HINT, ""
-    run = data.check_name(run)
-    name, kind = target
-    graph = data.graph(run)
-    if graph is None:
-        return INSPECTOR_HINT, ""
+def _found(run: str, expanded: frozenset[str], pattern: str) -> tuple[list[str], str, str]:
+    """(expanded, selected, message) after searching `pattern`."""
     try:
-        details = node_details(graph, data.placements(run, graph.version), name,
-                               as_scope=kind == SCOPE)
-    except KeyError as exc:
-        return message(exc.args[0] if exc.args else str(exc)), ""
-    if kind != SCOPE:
-        details["stats"] = node_stats(_stats_of(run, step), name)
-    return inspector_panel(details), name if kind != SCOPE else ""
+        names = search(data.hierarchy(run), pattern)
+    except re.error as exc:
+        return sorted(expanded), no_update, f"Not a regular expression: {exc}."
+    if not names:
+        return sorted(expanded), no_update, f"No node matches {clipped(pattern)}."
+    tree = data.hierarchy(run)
+    more = "50 or more" if len(names) >= 50 else str(len(names))
+    note = f"{more} match{'es' if len(names) != 1 else ''}; showing {names[0]}."
+    return sorted(reveal(tree, expanded, names[0])), tree.op_ids[names[0]], note
 
 
-def update_inspector(click, run, query=None):
-    return inspect(dash.ctx.triggered_id, click, run, query)
+@answers(lambda problem: ([], "", problem))
+def next_state(trigger: str | None, run: str | None, tap, pattern, current, selected,
+               query) -> tuple[list[str], str, str]:
+    """(expanded groups, selected id, search message) after `trigger`: a new run opens its
+    default view (revealing the address's node), the buttons collapse all or open a level,
+    a tap on a closed scope or series opens it and on an open one closes it, a search
+    reveals and selects the first match. Only the graph's own groups are kept."""
+    if not run:
+        return [], "", ""
+    run = data.check_name(run)
+    if data.graph(run) is None:
+        return [], "", ""
+    tree = data.hierarchy(run)
+    current = frozenset(frozenset(scope_list(current) or ()) & tree.groups.keys())
+    if trigger == COLLAPSE_BUTTON:
+        return [], no_update, ""
+    if trigger == EXPAND_BUTTON:
+        deeper, opened, closed = expand_level_within(tree, current, EXPAND_LIMIT)
+        told = "" if opened == closed else (
+            f"Opened {opened} of {closed} scopes: all would draw more than {EXPAND_LIMIT} "
+            f"nodes; click the others to open them.")
+        return sorted(deeper), no_update, told
+    if trigger == CYTO:
+        target = tapped(tap)
+        if target is None or target[0] not in tree.groups:
+            return no_update, no_update, no_update
+        ident = target[0]
+        if tree.groups[ident].kind == OP:
+            return no_update, ident, ""
+        opened = current - {ident} if ident in current else current | {ident}
+        return sorted(opened), ident, ""
+    if trigger in (SEARCH_BUTTON, SEARCH_INPUT):
+        pattern = text(pattern, "the search")
+        if not pattern:
+            return no_update, no_update, ""
+        return _found(run, current, pattern)
+    return _first_view(run, query)
+
+
+def _first_view(run: str, query) -> tuple[list[str], str, str]:
+    tree = data.hierarchy(run)
+    expanded = data.hierarchy_default(run)
+    asked = _query(query)
+    node = asked["node"]
+    if asked["run"] not in (None, run) or not node:
+        return sorted(expanded), "", ""
+    node = text(node, "the node in the address")
+    if node in tree.op_ids:
+        return sorted(reveal(tree, expanded, node)), tree.op_ids[node], ""
+    if node in tree.groups:
+        return sorted(reveal(tree, expanded, node)), node, ""
+    return sorted(expanded), "", f"No node named {clipped(node)} in this graph."
+
+
+def update_state(run, _collapse, _expand, tap, _search, _submit, pattern, current, selected,
+                 query):
+    return next_state(dash.ctx.triggered_id, run, tap, pattern, current, selected, query)
+
+
+def _partition(value) -> bool:
+    chosen = value if isinstance(value, list) else []
+    return PARTITION in chosen
+
+
+def _facts(run: str, step: int | None):
+    if step is None:
+        return step_facts(None, ())
+    return step_facts(step, data.step_stats(run, step), data.transfers(run, step))
+
+
+def _swatch(item) -> html.Span:
+    if item.kind == "edge":
+        return html.Span(className="legend-line", style={"borderTopColor": item.color})
+    return html.Span(className="legend-swatch", style={
+        "backgroundColor": item.color,
+        "outline": f"2px solid {item.outline}" if item.outline else "none"})
+
+
+def _legend(items) -> list:
+    return [html.Span(className="legend-item", children=[_swatch(item), item.label])
+            for item in items]
+
+
+def _shown(problem: str) -> tuple:
+    return [], [], problem, {"display": "block"}, "", cytoscape_layout()
+
+
+def drawn_layout(elements: list[dict]) -> dict:
+    """The preset layout carrying every leaf's position: cytoscape moves the nodes it keeps
+    and fits the view at once when the layout changes (its own refresh after an update
+    waits 100 ms, so it is off)."""
+    positions = {e["data"]["id"]: e["position"] for e in elements if "position" in e}
+    return {**cytoscape_layout(), "positions": positions}
+
+
+@answers(lambda problem: _shown(problem))
+def draw(run: str | None, expanded, mode, step, partition) -> tuple:
+    """(elements, legend, message, message style, summary, layout) for the chosen view;
+    elements are cached per (graph, expansion, colour mode, step, partition view)."""
+    if not run:
+        return _shown("No readable run in the log directory.")
+    run = data.check_name(run)
+    record = data.graph(run)
+    if record is None:
+        return _shown(f"Run {run} recorded no graph.")
+    mode = text(mode, "the colour mode") or DEFAULT_COLOR_MODE
+    if mode not in COLOR_MODES:
+        raise BadInput(f"the colour mode must be one of {', '.join(COLOR_MODES)}, got "
+                       f"{clipped(mode)}")
+    step = requested_step(step)
+    split = _partition(partition)
+    tree = data.hierarchy(run)
+    groups = frozenset(frozenset(scope_list(expanded) or ()) & tree.groups.keys())
+    view = data.view(run, groups)
+
+    def build():
+        facts = _facts(run, step) if mode in ("time", "bytes") or split else step_facts(
+            step, ())
+        return graph_elements(view, record, data.placements(run, record.version), mode,
+                              facts, split, data.cut_edges(run) if split else (),
+                              data.devices(run))
+    # The step changes the picture only where it is drawn: time, bytes, cut labels.
+    key_step = step if mode in ("time", "bytes") or split else None
+    elements, legend = data.graph_elements_for(run, view.expanded, mode, key_step, split, build)
+    leaves = sum(1 for element in elements if "leaf" in element.get("classes", ""))
+    cuts = sum(1 for element in elements if " cut" in element.get("classes", ""))
+    summary = (f"graph version {record.version}: {leaves} nodes drawn for "
+               f"{len(record.nodes)}, {cuts} cross-device edges")
+    return elements, _legend(legend), "", {"display": "none"}, summary, drawn_layout(elements)
+
+
+def update_drawing(expanded, mode, step, partition, run):
+    """The run is a State: a new run first gets its expansion, which then draws it once."""
+    if expanded is None:
+        raise PreventUpdate
+    return draw(run, expanded, mode, step, partition)
+
+
+def selection_style(selected) -> list[dict]:
+    """The stylesheet with the selected node outlined (in both views: "ID", "DEVICE|ID");
+    changing only the style keeps the layout and the user's zoom."""
+    if not isinstance(selected, str) or not 0 < len(selected) <= MAX_TEXT:
+        return stylesheet()
+    quoted = json.dumps(selected)
+    tail = json.dumps("|" + selected)
+    return stylesheet() + [{"selector": f"node[id = {quoted}], node[id $= {tail}]",
+                            "style": {"border-width": 4, "border-color": "#111111",
+                                      "border-style": "solid", "border-opacity": 1}}]
+
+
+@answers(lambda problem: message(problem))
+def inspect(run: str | None, selected, step):
+    """The inspector for the selected op, scope or series."""
+    selected = text(selected, "the selected node") if isinstance(selected, str) else ""
+    if not run or not selected:
+        return INSPECTOR_HINT
+    run = data.check_name(run)
+    record = data.graph(run)
+    if record is None:
+        return INSPECTOR_HINT
+    placements = data.placements(run, record.version)
+    tree = data.hierarchy(run)
+    group = tree.groups.get(selected)
+    if group is None:
+        return message(f"No node or scope {clipped(selected)} in this graph.")
+    if group.kind != OP:
+        return inspector_panel(group_details(tree, placements, selected))
+    name = _name_of(run, selected)
+    details = op_details(record, placements, name)
+    details["stats"] = node_stats(data.last_traced_stats(run), name)
+    step = requested_step(step)
+    details["step"] = step_details(name, step, data.step_stats(run, step) if step is not None
+                                   else (), data.tensor_summaries(run))
+    return inspector_panel(details)
+
+
+def export(trigger: str | None, run: str | None) -> tuple[dict, str]:
+    """(cytoscape's generateImage request, what the page says) for the button pressed: the
+    browser draws and saves the file (the whole graph, not only what the window shows)."""
+    if trigger not in (SVG_BUTTON, PNG_BUTTON):
+        return no_update, no_update
+    kind = "svg" if trigger == SVG_BUTTON else "png"
+    name = run if isinstance(run, str) and re.fullmatch(r"[\w.-]{1,100}", run) else "graph"
+    request = {"type": kind, "action": "download",
+               "filename": f"graph-{name}", "options": {"full": True, "bg": "#ffffff"}}
+    if kind == "png":
+        request["options"]["scale"] = 2
+    return request, f"Saved the view as graph-{name}.{kind}."
+
+
+def update_export(_svg, _png, run):
+    return export(dash.ctx.triggered_id, run)
 
 
 def register_callbacks(app: dash.Dash) -> None:
     app.callback(Output(RUN_DROPDOWN, "options"), Output(RUN_DROPDOWN, "value"),
                  Output(NOTICE_TEXT, "children"), Input(QUERY_STORE, "data"))(run_choice)
-    app.callback(Output(EXPANDED_STORE, "data"),
+    app.callback(Output(STEP_DROPDOWN, "options"), Output(STEP_DROPDOWN, "value"),
+                 Input(RUN_DROPDOWN, "value"), State(QUERY_STORE, "data"))(step_choice)
+    app.callback(Output(EXPANDED_STORE, "data"), Output(SELECTED_STORE, "data"),
+                 Output(SEARCH_TEXT, "children"),
                  Input(RUN_DROPDOWN, "value"), Input(COLLAPSE_BUTTON, "n_clicks"),
-                 Input(EXPAND_BUTTON, "n_clicks"), Input(DAG_GRAPH, "clickData"),
-                 State(EXPANDED_STORE, "data"), State(NODE_QUERY_STORE, "data"))(
-        update_expanded)
-    app.callback(Output(INSPECTOR_DIV, "children"), Output(SELECTED_STORE, "data"),
-                 Input(DAG_GRAPH, "clickData"), Input(RUN_DROPDOWN, "value"),
-                 State(NODE_QUERY_STORE, "data"), prevent_initial_call=True)(update_inspector)
-    app.callback(Output(DAG_GRAPH, "figure"), Output(SUMMARY_TEXT, "children"),
-                 Input(RUN_DROPDOWN, "value"), Input(EXPANDED_STORE, "data"),
-                 Input(SELECTED_STORE, "data"))(dag_figure)
+                 Input(EXPAND_BUTTON, "n_clicks"), Input(CYTO, "tapNodeData"),
+                 Input(SEARCH_BUTTON, "n_clicks"), Input(SEARCH_INPUT, "n_submit"),
+                 State(SEARCH_INPUT, "value"), State(EXPANDED_STORE, "data"),
+                 State(SELECTED_STORE, "data"), State(QUERY_STORE, "data"))(update_state)
+    app.callback(Output(CYTO, "elements"), Output(LEGEND_DIV, "children"),
+                 Output(DAG_MESSAGE, "children"), Output(DAG_MESSAGE, "style"),
+                 Output(SUMMARY_TEXT, "children"), Output(CYTO, "layout"),
+                 Input(EXPANDED_STORE, "data"), Input(COLOR_DROPDOWN, "value"),
+                 Input(STEP_DROPDOWN, "value"), Input(PARTITION_CHECK, "value"),
+                 State(RUN_DROPDOWN, "value"))(update_drawing)
+    app.callback(Output(CYTO, "stylesheet"), Input(SELECTED_STORE, "data"))(selection_style)
+    app.callback(Output(INSPECTOR_DIV, "children"), Input(RUN_DROPDOWN, "value"),
+                 Input(SELECTED_STORE, "data"), Input(STEP_DROPDOWN, "value"))(inspect)
+    app.callback(Output(CYTO, "generateImage"), Output(EXPORT_TEXT, "children"),
+                 Input(SVG_BUTTON, "n_clicks"), Input(PNG_BUTTON, "n_clicks"),
+                 State(RUN_DROPDOWN, "value"), prevent_initial_call=True)(update_export)

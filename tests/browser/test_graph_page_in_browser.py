@@ -1,0 +1,101 @@
+"""The Graph page in Chromium at 1280x800 on the demo's runs: drawn within the window, a
+scope opened by a click, a node found by search, colour modes and the partition view
+switched, the view exported, a node selected from the address; no console errors."""
+
+from __future__ import annotations
+
+import pytest
+from browser_helpers import click_node, drawn_ids, open_page, wait_for_graph
+from selenium.webdriver.common.keys import Keys
+from selenium.webdriver.support.wait import WebDriverWait
+
+from workbench.app import create_app
+from workbench.demo import run_demo
+
+DEMO_STEPS = 4
+_FITS = """
+const box = document.querySelector('#graph-cytoscape').getBoundingClientRect();
+return [box.top, box.bottom, box.width, window.innerHeight, window.innerWidth];
+"""
+_DEVICE_BOXES = """
+const cy = document.querySelector('#graph-cytoscape')._cyreg.cy;
+return cy.nodes('.device').map(node => node.data('label'));
+"""
+
+
+@pytest.fixture(scope="module")
+def demo_runs(tmp_path_factory):
+    logdir = tmp_path_factory.mktemp("graph-demo")
+    paths = run_demo(str(logdir), steps=DEMO_STEPS, progress=False)
+    return logdir, [p.rsplit("/", 1)[-1] for p in paths]
+
+
+def test_graph_page_expands_searches_colours_partitions_and_exports(dash_duo, demo_runs,
+                                                                   tmp_path):
+    logdir, runs = demo_runs
+    run = runs[0]
+    downloads = tmp_path / "downloads"
+    downloads.mkdir()
+    dash_duo.driver.set_window_size(1280, 800)
+    dash_duo.start_server(create_app(logdir))
+    open_page(dash_duo, f"/graph?run={run}")
+    wait_for_graph(dash_duo)
+    top, bottom, width, height, window_width = dash_duo.driver.execute_script(_FITS)
+    assert bottom <= height and width < window_width      # the drawing fits the window
+
+    dash_duo.find_element("#graph-collapse-button").click()
+    dash_duo.wait_for_contains_text("#graph-summary-text", "12 nodes drawn")
+    click_node(dash_duo, "layer1")
+    dash_duo.wait_for_contains_text("#graph-inspector-div", "layer1/")
+    dash_duo.wait_for_contains_text("#graph-summary-text", "drawn")
+    assert "layer1/MatMul" in drawn_ids(dash_duo)
+
+    search = dash_duo.find_element("#graph-search-input")
+    search.send_keys(r"gradients/layer2/MatMul_grad/MatMul$" + Keys.ENTER)
+    dash_duo.wait_for_contains_text("#graph-search-text", "1 match")
+    dash_duo.wait_for_contains_text(".inspector-title", "gradients/layer2/MatMul_grad/MatMul")
+    assert "gradients/layer2/MatMul_grad/MatMul" in drawn_ids(dash_duo)
+
+    dash_duo.select_dcc_dropdown("#graph-color-dropdown", "Op type")
+    dash_duo.wait_for_contains_text("#graph-legend-div", "MatMul")
+    dash_duo.select_dcc_dropdown("#graph-color-dropdown", "Compute time (step)")
+    dash_duo.wait_for_contains_text("#graph-legend-div", "us")
+
+    dash_duo.find_element("#graph-partition-checklist input").click()
+    boxes = wait_devices(dash_duo)
+    assert {"CPU:0", "GPU:0", "GPU:1"} <= set(boxes)
+
+    dash_duo.driver.execute_cdp_cmd("Page.setDownloadBehavior", {
+        "behavior": "allow", "downloadPath": str(downloads)})
+    dash_duo.find_element("#graph-svg-button").click()
+    dash_duo.wait_for_contains_text("#graph-export-text", f"graph-{run}.svg")
+    svg = wait_file(downloads / f"graph-{run}.svg")
+    assert "<svg" in svg.read_text()[:500]
+    dash_duo.find_element("#graph-png-button").click()
+    dash_duo.wait_for_contains_text("#graph-export-text", f"graph-{run}.png")
+    assert wait_file(downloads / f"graph-{run}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert dash_duo.get_logs() == []
+
+
+def wait_file(path):
+    return WebDriverWait(None, 10).until(
+        lambda _: path if path.exists() and path.stat().st_size else False,
+        message=f"{path.name} was never saved")
+
+
+def wait_devices(duo) -> list[str]:
+    return WebDriverWait(duo.driver, 10).until(
+        lambda driver: driver.execute_script(_DEVICE_BOXES) or False,
+        message="the partition view never drew its device boxes")
+
+
+def test_the_address_selects_and_reveals_a_node(dash_duo, demo_runs):
+    logdir, runs = demo_runs
+    dash_duo.driver.set_window_size(1280, 800)
+    dash_duo.start_server(create_app(logdir))
+    node = "gradients/layer1/MatMul_grad/MatMul_1"
+    open_page(dash_duo, f"/graph?run={runs[0]}&step={DEMO_STEPS - 1}&node={node}")
+    wait_for_graph(dash_duo)
+    dash_duo.wait_for_contains_text(".inspector-title", node)
+    assert node in drawn_ids(dash_duo)
+    assert dash_duo.get_logs() == []

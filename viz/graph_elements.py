@@ -1,0 +1,404 @@
+"""The graph page's picture as cytoscape data (pure lists and dicts, no dash): expanded
+scopes and series as compound boxes, collapsed ones as sized leaves, folded edges; colour
+modes with their legends; the partition view (a box per device, Send/Recv cut edges
+labelled); the stylesheet and the dagre layout the page hands to dash-cytoscape."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from engine.record.schema import (
+    CutEdgeRecord,
+    GraphRecord,
+    OpStatRecord,
+    PlacementRecord,
+    TransferRecord,
+)
+from viz.colors import (
+    CATEGORY_COLORS,
+    OTHER_CATEGORY_COLOR,
+    SEQUENTIAL_COLORS,
+    UNPLACED_COLOR,
+    device_color,
+    device_label,
+    legend_entries,
+    parse_device,
+    text_color,
+)
+from viz.edges import input_source
+from viz.hierarchy import OP, ROOT, SERIES, HierarchyView, ViewEdge, ViewNode, fold_edges
+from viz.layout import BOX_PAD, nested_layout
+
+COLOR_MODES = {
+    "device": "Assigned device",
+    "requested": "Requested device",
+    "op": "Op type",
+    "time": "Compute time (step)",
+    "bytes": "Output bytes (step)",
+}
+DEFAULT_COLOR_MODE = "device"
+CHAR_PX = 6.6                  # mean glyph width of the 11 px label font
+LINE_PX = 14
+NO_STEP_COLOR = "#eeeeee"
+CUT_COLOR = "#d55e00"
+CUT_LEGEND = "Send/Recv cut"
+DEVICE_BOX = "device:"         # id prefix of a partition view's device box
+TASK_BOX = "task:"
+
+
+@dataclass(frozen=True)
+class LegendItem:
+    label: str
+    color: str
+    outline: str = ""          # a virtual GPU's legend entry is outlined
+    kind: str = "node"         # "edge": drawn as a dashed line
+
+
+@dataclass(frozen=True)
+class StepFacts:
+    """What one traced step measured, per node: total compute time and output bytes; the
+    transfers and cut edges label the partition view's cut edges."""
+    step: int | None
+    time_us: Mapping[str, float]
+    out_bytes: Mapping[str, int]
+    transfers: Sequence[TransferRecord] = ()
+
+
+def step_facts(step: int | None, stats: Iterable[OpStatRecord],
+               transfers: Iterable[TransferRecord] = ()) -> StepFacts:
+    """Sums per node (a loop body's node runs once per iteration)."""
+    time_us: dict[str, float] = {}
+    out_bytes: dict[str, int] = {}
+    for record in stats:
+        time_us[record.node] = time_us.get(record.node, 0.0) + record.end_us - record.start_us
+        out_bytes[record.node] = out_bytes.get(record.node, 0) + record.output_bytes
+    return StepFacts(step, time_us, out_bytes, tuple(transfers))
+
+
+NO_STEP = StepFacts(None, {}, {})
+
+
+# -- colour modes -----------------------------------------------------------------------
+
+
+def _dominant(values: Iterable[str]) -> str:
+    counts = Counter(values)
+    return min(counts, key=lambda value: (-counts[value], value)) if counts else ""
+
+
+def format_us(value: float) -> str:
+    if value >= 1e6:
+        return f"{value / 1e6:.3g} s"
+    if value >= 1e3:
+        return f"{value / 1e3:.3g} ms"
+    return f"{value:.3g} us"
+
+
+def format_bytes(value: float) -> str:
+    for unit, size in (("GB", 1 << 30), ("MB", 1 << 20), ("KB", 1 << 10)):
+        if value >= size:
+            return f"{value / size:.3g} {unit}"
+    return f"{value:.0f} B"
+
+
+def _bins(values: Mapping[str, float], fmt) -> tuple[dict[str, str], list[LegendItem]]:
+    """Log-spaced bins over the positive values, one sequential colour each."""
+    positive = [value for value in values.values() if value > 0]
+    if not positive:
+        return {}, []
+    low, high = min(positive), max(positive)
+    count = len(SEQUENTIAL_COLORS) if high > low else 1
+    span = math.log10(high) - math.log10(low) if high > low else 1.0
+    edges = [low * 10 ** (span * i / count) for i in range(count + 1)]
+
+    def bin_of(value: float) -> int:
+        if high == low:
+            return 0
+        return min(count - 1, int((math.log10(value) - math.log10(low)) / span * count))
+
+    colors = {key: SEQUENTIAL_COLORS[bin_of(value)] for key, value in values.items() if value > 0}
+    used = sorted({bin_of(value) for value in positive})
+    legend = [LegendItem(f"{fmt(edges[i])} – {fmt(edges[i + 1])}", SEQUENTIAL_COLORS[i])
+              for i in used]
+    return colors, legend
+
+
+def leaf_colors(mode: str, leaves: Sequence[ViewNode], graph: GraphRecord,
+                assigned: Mapping[str, str], facts: StepFacts = NO_STEP,
+                devices: Sequence = ()) -> tuple[dict[str, str], list[LegendItem]]:
+    """(leaf id -> fill colour, legend) for a colour mode; a leaf standing for many ops takes
+    their most common device or op type, or the sum of their time or bytes."""
+    if mode in ("device", "requested"):
+        requested = {node.name: node.device for node in graph.nodes}
+        source = assigned if mode == "device" else requested
+        chosen = {leaf.id: _dominant(source.get(name, "") for name in leaf.members)
+                  for leaf in leaves}
+        entries = legend_entries(chosen.values(), devices)
+        label = {entry.device: entry.label for entry in entries}
+        if mode == "requested":
+            label = {name: name or "(none requested)" for name in chosen.values()}
+        legend = [LegendItem(label[entry.device], entry.color,
+                             "#333333" if entry.virtual else "") for entry in entries]
+        return {key: device_color(value) for key, value in chosen.items()}, legend
+    if mode == "op":
+        ops = {node.name: node.op for node in graph.nodes}
+        chosen = {leaf.id: _dominant(ops.get(name, "") for name in leaf.members)
+                  for leaf in leaves}
+        ranked = [op for op, _ in sorted(Counter(chosen.values()).items(),
+                                         key=lambda item: (-item[1], item[0]))]
+        palette = dict(zip(ranked, CATEGORY_COLORS))
+        colors = {key: palette.get(op, OTHER_CATEGORY_COLOR) for key, op in chosen.items()}
+        legend = [LegendItem(op, color) for op, color in palette.items()]
+        if len(ranked) > len(CATEGORY_COLORS):
+            legend.append(LegendItem(f"{len(ranked) - len(CATEGORY_COLORS)} other op types",
+                                     OTHER_CATEGORY_COLOR))
+        return colors, legend
+    if mode in ("time", "bytes"):
+        per_node = facts.time_us if mode == "time" else facts.out_bytes
+        totals = {leaf.id: float(sum(per_node.get(name, 0) for name in leaf.members))
+                  for leaf in leaves}
+        colors, legend = _bins(totals, format_us if mode == "time" else format_bytes)
+        missing = "no traced step" if facts.step is None else f"did not run in step {facts.step}"
+        legend.append(LegendItem(missing, NO_STEP_COLOR))
+        return {leaf.id: colors.get(leaf.id, NO_STEP_COLOR) for leaf in leaves}, legend
+    raise ValueError(f"unknown colour mode {mode!r}; one of {', '.join(COLOR_MODES)}")
+
+
+# -- partition view ---------------------------------------------------------------------
+
+
+def task_of(device: str) -> str:
+    parsed = parse_device(device)
+    return f"/job:{parsed.job or 'localhost'}/task:{parsed.task}"
+
+
+def partition_view(view: HierarchyView, assigned: Mapping[str, str]
+                   ) -> tuple[list[ViewNode], tuple[ViewEdge, ...], dict[str, str]]:
+    """The same leaves split by device: (nodes, edges, box id -> device) where each device
+    is a box (inside a box per task when the devices name several tasks) holding the scope
+    boxes and leaves of the ops it runs. Ids are "DEVICE|ID"."""
+    by_id = {node.id: node for node in view.nodes}
+    rep = {name: f"{assigned.get(name, '')}|{leaf}" for name, leaf in view.rep.items()}
+    members: dict[str, list[str]] = {}
+    for name, key in rep.items():
+        members.setdefault(key, []).append(name)
+    devices = sorted({key.partition("|")[0] for key in members})
+    tasks = sorted({task_of(device) for device in devices if device})
+    nodes: list[ViewNode] = []
+    box_device: dict[str, str] = {}
+    if len(tasks) > 1:
+        for task in tasks:
+            nodes.append(ViewNode(TASK_BOX + task, "task", task, ROOT, True, ()))
+    for device in devices:
+        parent = TASK_BOX + task_of(device) if len(tasks) > 1 and device else ROOT
+        box = DEVICE_BOX + device
+        nodes.append(ViewNode(box, "device", device_label(device), parent, True, ()))
+        box_device[box] = device
+    boxes_needed: set[str] = set()
+    for key in members:
+        device, _, leaf = key.partition("|")
+        parent = by_id[leaf].parent
+        while parent != ROOT:
+            boxes_needed.add(f"{device}|{parent}")
+            parent = by_id[parent].parent
+    for node in view.nodes:            # boxes before what they hold, as in the view
+        for device in devices:
+            key = f"{device}|{node.id}"
+            if key not in boxes_needed and key not in members:
+                continue
+            parent = f"{device}|{node.parent}" if node.parent != ROOT else DEVICE_BOX + device
+            nodes.append(ViewNode(key, node.kind, node.label, parent, node.expanded,
+                                  tuple(members.get(key, ()))))
+            box_device[key] = device
+    return nodes, fold_edges(view.underlying, rep), box_device
+
+
+def _cut_index(cuts: Iterable[CutEdgeRecord]) -> dict[tuple[str, str], list[CutEdgeRecord]]:
+    index: dict[tuple[str, str], list[CutEdgeRecord]] = {}
+    for cut in cuts:
+        producer = input_source(cut.tensor)[0]
+        for consumer in cut.consumers:
+            index.setdefault((producer, consumer), []).append(cut)
+    return index
+
+
+def cut_label(edge: ViewEdge, cuts: Mapping[tuple[str, str], list[CutEdgeRecord]],
+              facts: StepFacts) -> str:
+    """"tensor · bytes · transfer time" of the step for the Send/Recv pairs under one drawn
+    edge (the first tensor named, a count of the others)."""
+    found: dict[str, CutEdgeRecord] = {}
+    for producer, consumer, _ in edge.edges:
+        for cut in cuts.get((producer, consumer), ()):
+            found.setdefault(cut.key, cut)
+    if not found:
+        return ""
+    moved = {record.key: record.bytes for record in facts.transfers}
+    tensors = sorted({cut.tensor for cut in found.values()})
+    total = sum(moved.get(key, cut.bytes) for key, cut in found.items())
+    time_us = sum(facts.time_us.get(cut.recv_node, 0.0) for cut in found.values())
+    parts = [tensors[0] + (f" +{len(tensors) - 1}" if len(tensors) > 1 else ""),
+             format_bytes(total)]
+    if time_us:
+        parts.append(format_us(time_us))
+    return " · ".join(parts)
+
+
+# -- elements ---------------------------------------------------------------------------
+
+
+def _leaf_lines(node: ViewNode, device: str) -> list[str]:
+    if node.kind == OP:
+        return [node.label]
+    count = len(node.members)
+    first = f"{node.label} ({node.size})" if node.kind == SERIES else node.label
+    where = f" · {device_label(device)}" if device else ""
+    return [first, f"{count} op{'s' if count != 1 else ''}{where}"]
+
+
+def _leaf(node: ViewNode, parent: str, color: str, device: str, selected: bool) -> dict:
+    lines = _leaf_lines(node, device)
+    width = max(len(line) for line in lines) * CHAR_PX + 18
+    height = LINE_PX * len(lines) + (12 if node.kind == OP else 18)
+    data = {"id": node.id, "label": "\n".join(lines), "kind": node.kind, "color": color,
+            "text": text_color(color), "width": round(width), "height": height,
+            "members": len(node.members)}
+    if parent != ROOT:
+        data["parent"] = parent
+    classes = f"leaf {node.kind}" + (" selected" if selected else "")
+    return {"data": data, "classes": classes}
+
+
+def _place(elements: list[dict], nodes: Sequence[ViewNode], edges: Sequence[ViewEdge]) -> None:
+    """Positions every leaf (cytoscape's preset layout): each open box lays out its own
+    members, as TensorBoard does, so the server computes (and caches) the layout once per
+    expansion and the browser only draws."""
+    sizes = {e["data"]["id"]: (e["data"]["width"], e["data"]["height"]) for e in elements
+             if "width" in e["data"]}
+    parents = {node.id: node.parent for node in nodes}
+    at = nested_layout(parents, sizes, [(edge.src, edge.dst) for edge in edges])
+    for element in elements:
+        found = at.get(element["data"]["id"])
+        if found is not None and "width" in element["data"]:
+            element["position"] = {"x": found[0], "y": found[1]}
+
+
+def _box(node: ViewNode, parent: str, color: str = "") -> dict:
+    data = {"id": node.id, "label": node.label + ("/" if node.kind not in (
+        "device", "task") else ""), "kind": node.kind}
+    if parent != ROOT:
+        data["parent"] = parent
+    if color:
+        data["color"] = color
+    return {"data": data, "classes": f"box {node.kind}"}
+
+
+def _edge(edge: ViewEdge, cut: bool, label: str) -> dict:
+    """The id names both ends: cytoscape keeps an element by id across updates and cannot
+    move an edge's ends, so an id must never be reused for another pair."""
+    count = len(edge.edges)
+    data = {"id": f"{edge.src}->{edge.dst}", "source": edge.src, "target": edge.dst, "count": count,
+            "width": round(1.2 + math.log2(count), 2)}
+    classes = ["edge"]
+    if edge.control:
+        classes.append("control")
+    if cut:
+        classes.append("cut")
+    if label:
+        data["label"] = label
+        classes.append("labelled")
+    return {"data": data, "classes": " ".join(classes)}
+
+
+def graph_elements(view: HierarchyView, graph: GraphRecord,
+                   placements: Iterable[PlacementRecord], mode: str = DEFAULT_COLOR_MODE,
+                   facts: StepFacts = NO_STEP, partition: bool = False,
+                   cuts: Iterable[CutEdgeRecord] = (), devices: Sequence = (),
+                   selected: str = "") -> tuple[list[dict], list[LegendItem]]:
+    """(cytoscape elements, legend). In the partition view leaves are split by device and
+    the edges between device boxes carry the step's tensor, bytes and transfer time."""
+    assigned = {record.node: record.assigned for record in placements}
+    if partition:
+        nodes, edges, box_device = partition_view(view, assigned)
+    else:
+        nodes, edges, box_device = list(view.nodes), view.edges, {}
+    leaves = [node for node in nodes if not node.expanded]
+    colors, legend = leaf_colors(mode, leaves, graph, assigned, facts, devices)
+    dominant = {leaf.id: _dominant(assigned.get(name, "") for name in leaf.members)
+                for leaf in leaves}
+    elements = []
+    for node in nodes:
+        if node.expanded:
+            color = device_color(box_device[node.id]) if node.kind == "device" else ""
+            elements.append(_box(node, node.parent, color))
+        else:
+            elements.append(_leaf(node, node.parent, colors.get(node.id, UNPLACED_COLOR),
+                                  dominant[node.id], node.id == selected))
+    _place(elements, nodes, edges)
+    device_of = (
+        {leaf.id: box_device[leaf.id] for leaf in leaves} if partition else dominant)
+    cut_index = _cut_index(cuts) if partition else {}
+    crossed = False
+    for edge in edges:
+        src, dst = device_of.get(edge.src, ""), device_of.get(edge.dst, "")
+        cut = bool(src and dst and src != dst)
+        label = cut_label(edge, cut_index, facts) if cut and partition else ""
+        elements.append(_edge(edge, cut, label))
+        crossed = crossed or (cut and not edge.control)
+    if crossed:
+        legend.append(LegendItem(CUT_LEGEND, CUT_COLOR, kind="edge"))
+    return elements, legend
+
+
+def stylesheet() -> list[dict]:
+    """Ops are ellipses, collapsed scopes rounded boxes, series stacked (double) boxes; an
+    expanded scope is a labelled box around its members; cut edges are red and dashed."""
+    return [
+        {"selector": "node.leaf", "style": {
+            "label": "data(label)", "text-wrap": "wrap", "text-valign": "center",
+            "text-halign": "center", "font-size": 11, "color": "data(text)",
+            "background-color": "data(color)", "width": "data(width)",
+            "height": "data(height)", "border-width": 1, "border-color": "#ffffff",
+            "shape": "ellipse"}},
+        {"selector": "node.scope", "style": {"shape": "round-rectangle", "border-width": 1.5,
+                                             "border-color": "#4a5563"}},
+        {"selector": "node.series", "style": {"shape": "round-rectangle", "border-width": 4,
+                                              "border-style": "double",
+                                              "border-color": "#4a5563"}},
+        {"selector": "node.box", "style": {
+            "label": "data(label)", "text-valign": "top", "text-halign": "center",
+            "font-size": 12, "font-weight": "bold", "color": "#333333", "shape":
+            "round-rectangle", "background-color": "#f5f7fa", "background-opacity": 0.9,
+            "border-width": 1, "border-color": "#9aa5b1", "padding": BOX_PAD,
+            "text-margin-y": -2}},
+        {"selector": "node.box.series", "style": {"border-style": "dashed",
+                                                  "background-color": "#eef3f8"}},
+        {"selector": "node.box.device", "style": {"border-width": 3,
+                                                  "border-color": "data(color)",
+                                                  "background-color": "#ffffff"}},
+        {"selector": "node.box.task", "style": {"border-style": "dotted",
+                                                "background-color": "#fafafa"}},
+        {"selector": "node.selected", "style": {"border-width": 4, "border-color": "#111111",
+                                                "border-style": "solid"}},
+        {"selector": "edge", "style": {
+            "curve-style": "bezier", "width": "data(width)", "line-color": "#a7b0bc",
+            "events": "no",           # a click on a node an edge crosses is the node's
+            "target-arrow-shape": "triangle", "target-arrow-color": "#a7b0bc",
+            "arrow-scale": 0.8, "opacity": 0.9}},
+        {"selector": "edge.control", "style": {"line-style": "dotted"}},
+        {"selector": "edge.cut", "style": {"line-color": CUT_COLOR,
+                                           "target-arrow-color": CUT_COLOR,
+                                           "line-style": "dashed"}},
+        {"selector": "edge.labelled", "style": {
+            "label": "data(label)", "font-size": 10, "color": "#7a2e00",
+            "text-background-color": "#ffffff", "text-background-opacity": 0.9,
+            "text-background-padding": 2, "text-rotation": "autorotate"}},
+    ]
+
+
+def cytoscape_layout() -> dict:
+    """The positions the server computed (viz.layout.nested_layout), fitted to the canvas,
+    no animation (a redraw is one frame)."""
+    return {"name": "preset", "fit": True, "padding": 28, "animate": False}

@@ -1,0 +1,434 @@
+"""The graph as TensorBoard groups it: name scopes, and series nodes for siblings that differ
+only by a number (`block_0` … `block_1249`, `add`, `add_1`, …) and have the same structure;
+plus the visible view of a set of expanded groups (boxes, collapsed leaves, folded edges)."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from engine.record.schema import GraphRecord
+from viz.scopes import all_scopes, loop_frames
+
+OP = "op"
+SCOPE = "scope"
+SERIES = "series"
+ROOT = ""
+# TensorBoard groups from 5 members; four towers (tower_0..tower_3) are a series too, and
+# ops from 3 (a gradient's MatMul, MatMul_1 pair is two different products, not a series).
+SERIES_MIN_SCOPES = 2
+SERIES_MIN_OPS = 3
+DEFAULT_VISIBLE_LIMIT = 60     # the first view opens levels while at most this many leaves show
+_NUMBERED = re.compile(r"^(.*?)_(\d+)$")
+
+
+@dataclass(frozen=True)
+class Group:
+    """One item of the hierarchy: an op, a name scope or a series of siblings."""
+    id: str
+    kind: str                  # OP | SCOPE | SERIES
+    label: str                 # what the node shows: last name part, or "block_[0-1249]"
+    parent: str                # id of the enclosing group (ROOT at the top)
+    children: tuple[str, ...]  # ids, in first-member order; () for an op
+    members: int               # ops under it (1 for an op)
+    op: str = ""               # op type of an op; for a series of ops, theirs
+
+
+@dataclass(frozen=True)
+class Hierarchy:
+    groups: Mapping[str, Group]           # by id; ROOT is the whole graph
+    op_ids: Mapping[str, str]             # node name -> its op's id
+    chains: Mapping[str, tuple[str, ...]]  # node name -> enclosing group ids, outermost first
+    loops: frozenset[str]                 # scopes of while loops (start collapsed)
+    edges: tuple[tuple[str, str, bool], ...] = ()   # (producer, consumer, control)
+
+
+@dataclass(frozen=True)
+class ViewNode:
+    id: str
+    kind: str
+    label: str
+    parent: str                # id of the box it is drawn in (ROOT: none)
+    expanded: bool             # a box around its children, or a leaf
+    members: tuple[str, ...]   # node names it stands for
+    size: int = 0              # a series: how many siblings it stands for
+
+
+@dataclass(frozen=True)
+class ViewEdge:
+    src: str
+    dst: str
+    edges: tuple[tuple[str, str, bool], ...]   # underlying (producer, consumer, control)
+
+    @property
+    def control(self) -> bool:
+        return all(control for _, _, control in self.edges)
+
+
+@dataclass(frozen=True)
+class HierarchyView:
+    nodes: tuple[ViewNode, ...]            # boxes before what they hold
+    edges: tuple[ViewEdge, ...]
+    expanded: frozenset[str]
+    rep: Mapping[str, str]                 # node name -> id of the visible leaf holding it
+    underlying: tuple[tuple[str, str, bool], ...] = ()   # the graph's edges (the hierarchy's)
+
+    def leaves(self) -> tuple[ViewNode, ...]:
+        return tuple(node for node in self.nodes if not node.expanded)
+
+
+def op_id(name: str, scopes: frozenset[str]) -> str:
+    """An op whose name is also a scope (TF's variable "w" beside "w/read") is drawn inside
+    that scope as "w/(w)", as TensorBoard does, so ids stay unique."""
+    return f"{name}/({name.rpartition('/')[2]})" if name in scopes else name
+
+
+def _child_id(parent: str, part: str) -> str:
+    return f"{parent}/{part}" if parent else part
+
+
+def format_numbers(numbers: Iterable[int]) -> str:
+    """[0, 1, 2, 5, 7, 8] -> "0-2,5,7-8"."""
+    ordered = sorted(set(numbers))
+    runs: list[list[int]] = []
+    for number in ordered:
+        if runs and number == runs[-1][1] + 1:
+            runs[-1][1] = number
+        else:
+            runs.append([number, number])
+    return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
+
+
+def series_label(prefix: str, numbers: list[int], has_base: bool) -> str:
+    """"block_[0-1249]"; a base member without number (TF's "add" before "add_1") is named
+    first: "add, add_[1-3]"."""
+    label = f"{prefix}_[{format_numbers(numbers)}]" if numbers else prefix
+    return f"{prefix}, {label}" if has_base and numbers else label
+
+
+class _Builder:
+    def __init__(self, graph: GraphRecord) -> None:
+        self.graph = graph
+        self.scopes = all_scopes(graph)
+        self.children: dict[str, list[str]] = {ROOT: []}
+        self.kind: dict[str, str] = {ROOT: SCOPE}
+        self.op_of: dict[str, str] = {}
+        self.op_ids: dict[str, str] = {}
+
+    def build(self) -> Hierarchy:
+        for node in self.graph.nodes:
+            self._add_op(node.name, node.op)
+        signature: dict[str, str] = {}
+        self._signatures(ROOT, signature)
+        groups: dict[str, Group] = {}
+        self._emit(ROOT, ROOT, "", signature, groups)
+        chains = {name: self._chain(oid, groups) for name, oid in self.op_ids.items()}
+        return Hierarchy(groups, self.op_ids, chains, loop_frames(self.graph),
+                         _edges(self.graph, self.op_ids))
+
+    def _add_op(self, name: str, op: str) -> None:
+        parts = name.split("/")
+        parent = ROOT
+        for depth in range(1, len(parts)):
+            scope = "/".join(parts[:depth])
+            if scope not in self.kind:
+                self.kind[scope] = SCOPE
+                self.children[scope] = []
+                self.children[parent].append(scope)
+            parent = scope
+        if name in self.scopes:
+            if name not in self.kind:
+                self.kind[name] = SCOPE
+                self.children[name] = []
+                self.children[parent].append(name)
+            parent = name
+        oid = op_id(name, self.scopes)
+        self.kind[oid] = OP
+        self.op_of[oid] = op
+        self.op_ids[name] = oid
+        self.children[parent].append(oid)
+
+    def _signatures(self, root: str, out: dict[str, str]) -> None:
+        """Structure of each scope (its children's names and structures), bottom-up without
+        recursion: siblings with equal signatures are copies of one another."""
+        order, stack = [], [root]
+        while stack:
+            item = stack.pop()
+            order.append(item)
+            stack.extend(child for child in self.children.get(item, ()) if
+                         self.kind[child] == SCOPE)
+        for item in reversed(order):
+            text = ";".join(
+                f"{_last(child)}={out[child] if self.kind[child] == SCOPE else self.op_of[child]}"
+                for child in self.children[item])
+            out[item] = hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
+
+    def _emit(self, item: str, parent: str, label: str, signature: dict[str, str],
+              groups: dict[str, Group]) -> int:
+        """Adds `item` and (with series formed among its children) everything under it;
+        returns its op count."""
+        if self.kind[item] == OP:
+            groups[item] = Group(item, OP, label, parent, (), 1, self.op_of[item])
+            return 1
+        members = 0
+        ids = []
+        for entry in self._series(item, signature):
+            if isinstance(entry, str):
+                members += self._emit(entry, item, _last(entry), signature, groups)
+                ids.append(entry)
+                continue
+            sid, slabel, items = entry
+            count = sum(self._emit(child, sid, _last(child), signature, groups)
+                        for child in items)
+            op = self.op_of.get(items[0], "")
+            groups[sid] = Group(sid, SERIES, slabel, item, tuple(items), count, op)
+            members += count
+            ids.append(sid)
+        groups[item] = Group(item, SCOPE, label, parent, tuple(ids), members)
+        return members
+
+    def _series(self, scope: str, signature: dict[str, str]) -> list:
+        """The scope's children, where each run of numbered siblings of one prefix and
+        structure becomes (series id, label, member ids), placed at its first member."""
+        def key(child: str) -> tuple[str, str, str] | None:
+            last = _last(child)
+            if self.kind[child] == OP and last.startswith("("):
+                return None
+            found = _NUMBERED.match(last)
+            prefix = found.group(1) if found else last
+            shape = signature[child] if self.kind[child] == SCOPE else self.op_of[child]
+            return prefix, self.kind[child], shape
+
+        children = self.children[scope]
+        keyed = [key(child) for child in children]
+        total: dict[tuple, int] = {}
+        numbered: set[tuple] = set()
+        members: dict[tuple, list[str]] = {}
+        for k, child in zip(keyed, children):
+            if k is None:
+                continue
+            total[k] = total.get(k, 0) + 1
+            members.setdefault(k, []).append(child)
+            if _NUMBERED.match(_last(child)):
+                numbered.add(k)
+        series = {k for k in numbered
+                  if total[k] >= (SERIES_MIN_OPS if k[1] == OP else SERIES_MIN_SCOPES)}
+        if not series:
+            return list(children)
+        out: list = []
+        placed: set[tuple] = set()
+        for k, child in zip(keyed, children):
+            if k not in series:
+                out.append(child)
+            elif k not in placed:
+                placed.add(k)
+                out.append(self._series_entry(scope, k, members[k]))
+        return out
+
+    def _series_entry(self, scope: str, k: tuple, items: list[str]) -> tuple:
+        prefix = k[0]
+        numbers, has_base = [], False
+        for child in items:
+            found = _NUMBERED.match(_last(child))
+            if found and found.group(1) == prefix:
+                numbers.append(int(found.group(2)))
+            else:
+                has_base = True
+        label = series_label(prefix, numbers, has_base)
+        sid = _child_id(scope, label.replace(", ", "+"))
+        if k[1] == OP:
+            sid += f"[{k[2]}]"
+        return sid, label, sorted(items, key=_number_of)
+
+    def _chain(self, oid: str, groups: dict[str, Group]) -> tuple[str, ...]:
+        chain = []
+        item = groups[oid].parent
+        while item != ROOT:
+            chain.append(item)
+            item = groups[item].parent
+        return tuple(reversed(chain))
+
+
+def _edges(graph: GraphRecord, names: Mapping[str, str]) -> tuple[tuple[str, str, bool], ...]:
+    """viz.edges.graph_edges inlined (it is most of building a 10,000-node hierarchy):
+    one (producer, consumer, control) per distinct edge between nodes of the graph."""
+    seen: set[tuple[str, str, bool]] = set()
+    for node in graph.nodes:
+        for spelled in node.inputs:
+            if spelled[:1] == "^":
+                key = (spelled[1:], node.name, True)
+            else:
+                src, sep, index = spelled.rpartition(":")
+                key = (src if sep and index.isdigit() else spelled, node.name, False)
+            if key[0] in names:
+                seen.add(key)
+    order = {name: index for index, name in enumerate(names)}
+    return tuple(sorted(seen, key=lambda edge: (order[edge[1]], order[edge[0]], edge[2])))
+
+
+def _last(item: str) -> str:
+    return item.rpartition("/")[2]
+
+
+def _number_of(item: str) -> tuple[int, str]:
+    found = _NUMBERED.match(_last(item))
+    return (int(found.group(2)) if found else -1, item)
+
+
+def build_hierarchy(graph: GraphRecord) -> Hierarchy:
+    """Scopes and series of `graph` (the workbench caches it per graph version)."""
+    return _Builder(graph).build()
+
+
+def group_members(hierarchy: Hierarchy, group: str) -> list[str]:
+    """Node names under `group`, in graph order."""
+    return [name for name, chain in hierarchy.chains.items()
+            if group in chain or hierarchy.op_ids[name] == group]
+
+
+def representatives(hierarchy: Hierarchy, expanded: frozenset[str]) -> dict[str, str]:
+    """node name -> the visible leaf holding it: its outermost collapsed group, else itself.
+    One pass over the groups, parents first: a group is part of its parent's leaf when the
+    parent is one, else it is a leaf itself unless it is open ("")."""
+    groups = hierarchy.groups
+    leaf_of: dict[str, str] = {ROOT: ""}
+    for gid in reversed(groups):            # _emit adds a group after all it holds
+        if gid == ROOT:
+            continue
+        above = leaf_of[groups[gid].parent]
+        if above:
+            leaf_of[gid] = above
+        elif gid in expanded and groups[gid].kind != OP:
+            leaf_of[gid] = ""
+        else:
+            leaf_of[gid] = gid
+    return {name: leaf_of[oid] for name, oid in hierarchy.op_ids.items()}
+
+
+def hierarchy_view(hierarchy: Hierarchy, expanded: Iterable[str]) -> HierarchyView:
+    """What is drawn for these expanded groups: a box per expanded group (only the
+    hierarchy's own ids count), a leaf per collapsed group or op, and one edge per pair of
+    leaves that some graph edge joins."""
+    groups = hierarchy.groups
+    expanded = frozenset(frozenset(expanded) & (groups.keys() - {ROOT}))
+    expanded = frozenset(g for g in expanded if groups[g].kind != OP and _open_above(
+        groups, g, expanded))
+    rep = representatives(hierarchy, expanded)
+    members: dict[str, list[str]] = {}
+    for name, leaf in rep.items():
+        members.setdefault(leaf, []).append(name)
+    nodes: list[ViewNode] = []
+    stack = list(reversed(groups[ROOT].children))
+    while stack:
+        item = stack.pop()
+        group = groups[item]
+        parent = group.parent
+        if item in expanded:
+            nodes.append(ViewNode(item, group.kind, group.label, parent, True, ()))
+            stack.extend(reversed(group.children))
+        else:
+            nodes.append(ViewNode(item, group.kind, group.label, parent, False,
+                                  tuple(members.get(item, ())), len(group.children)))
+    return HierarchyView(tuple(nodes), fold_edges(hierarchy.edges, rep), expanded, rep,
+                         hierarchy.edges)
+
+
+def _open_above(groups: Mapping[str, Group], group: str, expanded: frozenset[str]) -> bool:
+    parent = groups[group].parent
+    while parent != ROOT:
+        if parent not in expanded:
+            return False
+        parent = groups[parent].parent
+    return True
+
+
+def fold_edges(edges: Iterable[tuple[str, str, bool]],
+               rep: Mapping[str, str]) -> tuple[ViewEdge, ...]:
+    """One drawn edge per pair of distinct leaves that underlying edges join."""
+    folded: dict[tuple[str, str], list] = {}
+    for edge in edges:
+        key = (rep[edge[0]], rep[edge[1]])
+        if key[0] != key[1]:
+            folded.setdefault(key, []).append(edge)
+    return tuple(ViewEdge(src, dst, tuple(found)) for (src, dst), found in folded.items())
+
+
+def frontier(hierarchy: Hierarchy, expanded: frozenset[str]) -> frozenset[str]:
+    """Collapsed groups that are visible now."""
+    return frozenset(leaf for leaf in representatives(hierarchy, expanded).values()
+                     if hierarchy.groups[leaf].kind != OP)
+
+
+def expand_level(hierarchy: Hierarchy, expanded: Iterable[str]) -> frozenset[str]:
+    expanded = frozenset(expanded)
+    return expanded | frontier(hierarchy, expanded)
+
+
+def expand_level_within(hierarchy: Hierarchy, expanded: Iterable[str], limit: int
+                        ) -> tuple[frozenset[str], int, int]:
+    """One level deeper, opening the visible closed groups in drawing order while at most
+    `limit` leaves show (the first always opens): (expanded, opened, closed before). A
+    10,000-node graph's next level can be a thousand nodes no one can read at once."""
+    drawn = hierarchy_view(hierarchy, expanded)
+    expanded = drawn.expanded
+    closed = [node.id for node in drawn.leaves() if node.kind != OP]
+    shown = len(drawn.leaves())
+    opened = set(expanded)
+    for gid in closed:
+        grows = len(hierarchy.groups[gid].children) - 1
+        if shown + grows > limit and len(opened) > len(expanded):
+            continue
+        opened.add(gid)
+        shown += grows
+    return frozenset(opened), len(opened) - len(expanded), len(closed)
+
+
+def default_expansion(hierarchy: Hierarchy, limit: int = DEFAULT_VISIBLE_LIMIT
+                      ) -> frozenset[str]:
+    """Open whole levels while at most `limit` leaves show; while loops stay closed, and
+    a series opens only on demand (its members are copies of one another)."""
+    expanded: frozenset[str] = frozenset()
+    closed = hierarchy.loops | {gid for gid, group in hierarchy.groups.items()
+                                if group.kind == SERIES}
+    while True:
+        deeper = expand_level(hierarchy, expanded) - closed
+        if deeper == expanded:
+            return expanded
+        if len(set(representatives(hierarchy, deeper).values())) > limit:
+            return expanded if expanded else _first_single(hierarchy, deeper, limit)
+        expanded = deeper
+
+
+def _first_single(hierarchy: Hierarchy, deeper: frozenset[str], limit: int) -> frozenset[str]:
+    """A graph under one scope (Inception's "InceptionV3/") opens that scope even when its
+    children are many: one box of many beats a single square."""
+    top = hierarchy.groups[ROOT].children
+    return frozenset(top) & deeper if len(top) == 1 else frozenset()
+
+
+def reveal(hierarchy: Hierarchy, expanded: Iterable[str], node: str) -> frozenset[str]:
+    """`expanded` plus every group above `node` (a node name or a group id)."""
+    expanded = frozenset(expanded)
+    if node in hierarchy.chains:
+        return expanded | frozenset(hierarchy.chains[node])
+    chain = []
+    group = hierarchy.groups.get(node)
+    while group is not None and group.parent != ROOT:
+        chain.append(group.parent)
+        group = hierarchy.groups.get(group.parent)
+    return expanded | frozenset(chain)
+
+
+def search(hierarchy: Hierarchy, pattern: str, limit: int = 50) -> list[str]:
+    """Node names matching the regular expression `pattern` (re.search), graph order, at
+    most `limit`; re.error for a pattern that does not compile."""
+    compiled = re.compile(pattern)
+    found = []
+    for name in hierarchy.chains:
+        if compiled.search(name):
+            found.append(name)
+            if len(found) >= limit:
+                break
+    return found
