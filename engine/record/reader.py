@@ -4,6 +4,7 @@ calls and works while a writer is live (WAL) or after the writing process was ki
 
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
 import errno
 import functools
@@ -249,7 +250,9 @@ class RunReader:
         stat'ed and its .npy header read (the file must be as long as the header promises).
         Rows are not decoded: a damaged row is found by the query that reads it."""
         with self._connect() as conn:
-            named = [(table, seq, blob) for table in _BLOB_TABLES if _has_table(conn, table)
+            present = {row[0] for row in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table'")}
+            named = [(table, seq, blob) for table in _BLOB_TABLES if table in present
                      for seq, blob in conn.execute(
                          f"SELECT seq, blob FROM {table} WHERE blob IS NOT NULL")]
         problems = []
@@ -511,8 +514,17 @@ def list_runs(logdir: str | os.PathLike) -> list[RunInfo]:
     root = Path(logdir)
     if not root.is_dir():
         raise FileNotFoundError(errno.ENOENT, "log directory does not exist", str(root))
-    return [_listed(child, root)
-            for child in sorted((p for p in root.iterdir() if p.is_dir()), key=lambda p: p.name)]
+    children = sorted((p for p in root.iterdir() if p.is_dir()), key=lambda p: p.name)
+    if len(children) < _PARALLEL_LISTING:
+        return [_listed(child, root) for child in children]
+    # SQLite lets go of the GIL while it opens and reads, so a few threads overlap the
+    # runs' file reads (a logdir of hundreds of runs lists about twice as fast).
+    with concurrent.futures.ThreadPoolExecutor(_LISTING_THREADS) as pool:
+        return list(pool.map(lambda child: _listed(child, root), children))
+
+
+_PARALLEL_LISTING = 16
+_LISTING_THREADS = 4
 
 
 def open_run(run_dir: str | os.PathLike) -> RunReader | EventFileReader:

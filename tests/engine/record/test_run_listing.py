@@ -155,3 +155,27 @@ def test_a_missing_graph_side_file_is_named_by_its_row(logdir, samples):
     assert blob_path(run_dir, blob.stem).name in info.error
     with RunReader(run_dir) as reader, pytest.raises(RunStoreError, match=blob.name):
         reader.graph()
+
+
+def test_a_large_logdir_lists_in_name_order_with_every_status(tmp_path):
+    """From 16 runs on, folders are read on a few threads: the listing is the serial one,
+    in name order, an unreadable folder and a damaged run among them."""
+    from engine.record import RunWriter, list_runs
+    from engine.record import reader as reader_module
+    from engine.record.schema import DAMAGED, FINISHED, UNREADABLE
+
+    for k in range(24):
+        with RunWriter(tmp_path, f"run-{k:02d}") as writer:
+            writer.scalar("loss", float(k), 0)
+    (tmp_path / "run-07b").mkdir()                        # not a run store
+    (tmp_path / "run-11" / "run.sqlite").write_bytes(b"\\0" * 4096)   # overwritten
+    listed = list_runs(tmp_path)
+    assert [info.name for info in listed] == sorted(info.name for info in listed)
+    statuses = {info.name: info.status for info in listed}
+    assert statuses["run-07b"] == UNREADABLE
+    assert statuses["run-11"] in (DAMAGED, UNREADABLE)
+    assert sum(status == FINISHED for status in statuses.values()) == 23
+    serial = [reader_module._listed(child, tmp_path)
+              for child in sorted(p for p in tmp_path.iterdir() if p.is_dir())]
+    assert [(i.name, i.status, i.error) for i in listed] == \
+        [(i.name, i.status, i.error) for i in serial]
