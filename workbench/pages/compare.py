@@ -55,7 +55,10 @@ DIFF_SUMMARY = "compare-diff-summary"
 DIFF_TABLE_DIV = "compare-diff-table-div"
 SELECTED_STORE = "compare-selected-store"
 SELECTED_TEXT = "compare-selected-text"
-CANVAS_STYLE = {"width": "100%", "height": "480px"}
+CANVAS_STYLE = {"width": "100%", "height": "calc(100vh - 280px)", "minHeight": "360px"}
+# The dropdowns' code loads after the page: their place is kept from the start, so the
+# canvases below do not move once drawn (cytoscape keeps where its canvas was).
+CHOOSER_STYLE = {"height": "38px", "minWidth": "220px"}
 DIFF_STYLE = [{"selector": f"node.leaf.diff-{status}",
                "style": {"border-width": 2, "border-color": STATUS_COLORS[status]}}
               for status in (ADDED, REMOVED, CHANGED)]
@@ -72,22 +75,25 @@ def ids(side: str) -> dict[str, str]:
 def _panel(side: str) -> html.Div:
     own = ids(side)
     return html.Div(className="compare-side", style={"flex": "1 1 0", "minWidth": 0}, children=[
-        html.H3(f"Run {side.upper()}", className="compare-side-title"),
         dcc.Store(id=own["view-store"]),
-        html.P(id=own["summary"], className="muted"),
-        html.P("Loading graph…", id=own["message"], className="message"),
-        cyto.Cytoscape(id=own["cytoscape"], elements=[], stylesheet=stylesheet() + DIFF_STYLE,
-                       layout=cytoscape_layout(), style=CANVAS_STYLE, minZoom=0.05, maxZoom=4,
-                       boxSelectionEnabled=False, autounselectify=True,
-                       autoRefreshLayout=False, responsive=True,
-                       className="graph-cytoscape compare-cytoscape"),
+        html.Div(className="graph-status", children=[
+            html.B(f"Run {side.upper()} "), html.Span(id=own["summary"], className="muted")]),
+        html.Div(className="graph-canvas", children=[
+            html.P("Loading graph…", id=own["message"], className="message graph-message"),
+            cyto.Cytoscape(id=own["cytoscape"], elements=[],
+                           stylesheet=stylesheet() + DIFF_STYLE, layout=cytoscape_layout(),
+                           style=CANVAS_STYLE, minZoom=0.05, maxZoom=4,
+                           boxSelectionEnabled=False, autounselectify=True,
+                           autoRefreshLayout=False, responsive=True,
+                           className="graph-cytoscape compare-cytoscape")]),
         html.Div(id=own["inspector"], className="graph-inspector compare-inspector",
-                 children=INSPECTOR_HINT),
+                 style={"maxHeight": "360px", "marginTop": "8px"}, children=INSPECTOR_HINT),
     ])
 
 
 def _legend() -> html.Div:
-    return html.Div(className="graph-legend", children=[
+    return html.Div(className="compare-legend", style={
+        "display": "flex", "gap": "12px", "fontSize": "12px", "margin": "0 0 4px"}, children=[
         html.Span(className="legend-item", children=[
             html.Span(className="legend-swatch",
                       style={"backgroundColor": STATUS_COLORS[status]}), label])
@@ -95,25 +101,32 @@ def _legend() -> html.Div:
 
 
 def layout(a: str | None = None, b: str | None = None, **_query) -> html.Div:
+    """The graphs come first and everything above them has a fixed height: cytoscape keeps
+    where its canvas is on the page, so nothing above it may move once it is drawn (clicks
+    would miss their nodes); the diff table and the curves load below them."""
     return html.Div([
-        page_header("Compare", "Two runs side by side: shared curves overlaid, the graphs' "
-                               "differences listed and painted; a node clicked in one graph "
+        page_header("Compare", "Two runs side by side: the graphs' differences painted and "
+                               "listed, shared curves overlaid; a node clicked in one graph "
                                "is selected in both."),
         dcc.Store(id=QUERY_STORE, data={"a": a, "b": b}),
         dcc.Store(id=SELECTED_STORE, data=""),
         html.Div(className="controls", children=[
-            labelled("Run A", dcc.Dropdown(id=A_DROPDOWN, clearable=False)),
-            labelled("Run B", dcc.Dropdown(id=B_DROPDOWN, clearable=False)),
+            labelled("Run A", html.Div(dcc.Dropdown(id=A_DROPDOWN, clearable=False),
+                                       style=CHOOSER_STYLE)),
+            labelled("Run B", html.Div(dcc.Dropdown(id=B_DROPDOWN, clearable=False),
+                                       style=CHOOSER_STYLE)),
         ]),
-        html.P(id=NOTICE_TEXT, className="message notice"),
-        loading(CURVES_LOADING, html.Div(id=CURVES_DIV)),
-        html.H3("Graph differences"),
-        html.P(id=DIFF_SUMMARY),
-        html.Div(id=DIFF_TABLE_DIV, style={"maxHeight": "240px", "overflowY": "auto"}),
+        html.Div(className="graph-status", children=[
+            html.Span(id=NOTICE_TEXT, className="notice-inline"),
+            html.Span(id=DIFF_SUMMARY), " ",
+            html.Span(id=SELECTED_TEXT, className="muted")]),
         _legend(),
-        html.P(id=SELECTED_TEXT, className="muted"),
         html.Div(className="compare-graphs", style={"display": "flex", "gap": "12px"},
                  children=[_panel(side) for side in SIDES]),
+        html.H3("Graph differences"),
+        html.Div(id=DIFF_TABLE_DIV, style={"maxHeight": "320px", "overflowY": "auto"}),
+        html.H3("Shared scalars"),
+        loading(CURVES_LOADING, html.Div(id=CURVES_DIV)),
     ])
 
 
