@@ -13,9 +13,9 @@ import dash
 from dash import dcc, html
 
 from workbench import data, request_checks
-from workbench.pages import alerts, graph, placement, runs, scalars, timeline
+from workbench.pages import alerts, graph, histograms, images, placement, runs, scalars, timeline
 
-PAGES = (runs, graph, placement, scalars, timeline, alerts)
+PAGES = (runs, graph, placement, scalars, timeline, alerts, histograms, images)
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
 TITLE = "Workbench"
 NAV_ID = "app-nav-div"

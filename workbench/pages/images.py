@@ -1,0 +1,230 @@
+"""Images page (`/images?run=NAME&tag=TAG&step=N`): the images a summary logged under a tag,
+one step at a time on a slider that stops only at steps with an image; drawn at pixel size,
+tiny ones (8x8 digits) scaled up by whole pixels, with run, tag, step and wall time."""
+
+from __future__ import annotations
+
+import base64
+import io
+import time
+from typing import Any
+
+import dash
+import numpy as np
+from dash import Input, Output, State, dcc, html
+from PIL import Image
+
+from engine.record.schema import ImageRecord
+from workbench import data
+from workbench.inputs import BadInput, clipped
+from workbench.pages.common import (
+    PROBLEMS,
+    answers,
+    choose_run,
+    labelled,
+    loading,
+    message,
+    page_header,
+    run_choices,
+    run_notice,
+    run_options,
+)
+
+PATH = "/images"
+NAME = "Images"
+MAX_STEP = 2 ** 63 - 1
+MIN_SIDE = 256                 # images smaller than this are scaled up by a whole factor
+MAX_MARK_LABELS = 10           # slider stops beyond these are unlabelled ticks
+
+QUERY_STORE = "images-query-store"
+RUN_DROPDOWN = "images-run-dropdown"
+TAG_DROPDOWN = "images-tag-dropdown"
+STEP_SLIDER = "images-step-slider"
+NOTICE_TEXT = "images-notice-text"
+STEP_NOTICE_TEXT = "images-step-notice-text"
+IMAGE_DIV = "images-image-div"
+IMAGE_LOADING = "images-image-loading"
+PICTURE = "images-picture-img"
+CAPTION = "images-caption-text"
+
+
+def layout(run: str | None = None, tag: str | None = None, step: str | None = None,
+           **_query) -> html.Div:
+    return html.Div([
+        page_header("Images", "Images logged by summaries; the slider stops at each step "
+                              "that logged one."),
+        dcc.Store(id=QUERY_STORE, data={"run": run, "tag": tag, "step": step}),
+        html.Div(className="controls", children=[
+            labelled("Run", dcc.Dropdown(id=RUN_DROPDOWN, clearable=False)),
+            labelled("Tag", dcc.Dropdown(id=TAG_DROPDOWN, clearable=False)),
+        ]),
+        html.P(id=NOTICE_TEXT, className="message notice"),
+        html.Div(className="control", style={"maxWidth": "900px"}, children=[
+            html.Label("Step"),
+            dcc.Slider(id=STEP_SLIDER, min=0, max=0, step=None, marks={}, value=None,
+                       included=False, updatemode="mouseup")]),
+        html.P(id=STEP_NOTICE_TEXT, className="message notice"),
+        loading(IMAGE_LOADING, html.Div(id=IMAGE_DIV)),
+    ])
+
+
+def step_number(value: Any, what: str = "the step") -> int | None:
+    """A step from the address (digits) or the slider (an int); None when none."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, str) and len(value) <= 20 and value.strip().isdigit():
+        value = int(value.strip())
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)         # a slider value can come back as 3.0
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_STEP:
+        raise BadInput(f"{what} must be a step number from 0, got {clipped(value)}")
+    return value
+
+
+def _query(query: Any) -> dict:
+    return query if isinstance(query, dict) else {}
+
+
+def _run(run: Any) -> str | None:
+    return data.check_name(run) if run else None
+
+
+@answers(lambda problem: ([], None, problem))
+def run_choice(query: dict | None) -> tuple[list[dict], str | None, str]:
+    """(options, the run to show, a notice): the run in the address, else the newest healthy
+    run that logged images, else the newest healthy one."""
+    requested = _query(query).get("run")
+    names, healthy = run_choices()
+    with_images = [name for name in healthy if _image_tags(name)]
+    chosen = choose_run(names, requested, with_images or healthy)
+    options = run_options(names, frozenset(names) - frozenset(healthy))
+    return options, chosen, run_notice(requested, chosen)
+
+
+def _image_tags(name: str) -> list[str]:
+    try:
+        return data.image_tags(name)
+    except PROBLEMS:            # the run's own choice tells what is wrong with it
+        return []
+
+
+@answers(lambda problem: ([], None))
+def tag_choice(run: str | None, query: dict | None) -> tuple[list[str], str | None]:
+    """The run's image tags; the one in the address when the run has it, else the first."""
+    run = _run(run)
+    if run is None:
+        return [], None
+    tags = data.image_tags(run)
+    requested = _query(query).get("tag")
+    return tags, requested if requested in tags else (tags[0] if tags else None)
+
+
+def _marks(steps: list[int]) -> dict:
+    """A stop at every step; labels on at most MAX_MARK_LABELS of them, first and last kept."""
+    labelled_at = set(steps) if len(steps) <= MAX_MARK_LABELS else {
+        steps[round(i * (len(steps) - 1) / (MAX_MARK_LABELS - 1))]
+        for i in range(MAX_MARK_LABELS)}
+    return {step: str(step) if step in labelled_at else "" for step in steps}
+
+
+_NO_STEPS = (0, 0, {}, None)
+
+
+@answers(lambda problem: (*_NO_STEPS, problem))
+def step_choice(run: str | None, tag: str | None, query: dict | None
+                ) -> tuple[int, int, dict, int | None, str]:
+    """(slider min, max, marks, value, a notice): the slider stops at the steps with an
+    image; the step in the address when it has one, else the latest."""
+    run = _run(run)
+    if run is None:
+        return (*_NO_STEPS, "")
+    if not tag:
+        return (*_NO_STEPS, f"Run {run} logged no images.")
+    steps = [record.step for record in _records(run, tag)]
+    if not steps:
+        return (*_NO_STEPS, f"Tag {tag} of {run} has no image.")
+    unique = sorted(set(steps))
+    query = _query(query)
+    requested = step_number(query.get("step"), "the step in the address")
+    notice = ""
+    chosen = unique[-1]
+    if query.get("run") in (None, "", run) and requested is not None:
+        if requested in unique:
+            chosen = requested
+        else:
+            notice = (f"Step {requested} of {run} has no {tag} image; showing the latest, "
+                      f"step {chosen}.")
+    return unique[0], unique[-1], _marks(unique), chosen, notice
+
+
+def _records(run: str, tag: Any) -> list[ImageRecord]:
+    if not isinstance(tag, str) or tag not in data.image_tags(run):
+        raise BadInput(f"run {run} has no image tag {clipped(tag)}")
+    return data.images(run, tag)
+
+
+def scale_for(height: int, width: int) -> int:
+    """The whole factor tiny images are drawn at (1 for images MIN_SIDE or larger)."""
+    return max(1, MIN_SIDE // max(height, width, 1))
+
+
+def png_data_uri(pixels: np.ndarray, scale: int = 1) -> str:
+    """uint8 (height, width, channels) pixels as a PNG data URI, each pixel a scale x scale
+    block (nearest neighbour: a digit's pixels stay sharp)."""
+    pixels = np.ascontiguousarray(pixels, dtype=np.uint8)
+    if pixels.ndim == 3 and pixels.shape[2] == 1:
+        pixels = pixels[:, :, 0]
+    if pixels.ndim != 2 and not (pixels.ndim == 3 and pixels.shape[2] in (3, 4)):
+        raise BadInput(f"an image must be gray, RGB or RGBA pixels, got shape {pixels.shape}")
+    picture = Image.fromarray(pixels)           # L, RGB or RGBA from the shape
+    if scale > 1:
+        picture = picture.resize((picture.width * scale, picture.height * scale),
+                                 Image.Resampling.NEAREST)
+    buffer = io.BytesIO()
+    picture.save(buffer, format="PNG")
+    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def caption(run: str, record: ImageRecord, scale: int) -> str:
+    when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(record.wall_time))
+    size = f"{record.width}×{record.height} px" + (f", drawn ×{scale}" if scale > 1 else "")
+    return f"{run} · {record.tag} · step {record.step} · {when} · {size}"
+
+
+@answers(lambda problem: [message(problem)])
+def image_view(run: str | None, tag: str | None, step: Any) -> list:
+    """The tag's image at `step` (the last one logged there; the latest step when none is
+    chosen yet) with its caption."""
+    run = _run(run)
+    if run is None:
+        return [message("No readable run in the log directory.")]
+    if not tag:
+        return [message(f"Run {run} logged no images.")]
+    step = step_number(step)
+    records = _records(run, tag)
+    if not records:
+        return [message(f"Tag {tag} of {run} has no image.")]
+    at_step = [record for record in records if record.step == (records[-1].step
+                                                              if step is None else step)]
+    if not at_step:
+        return [message(f"Step {step} of {run} has no {tag} image.")]
+    record = at_step[-1]
+    scale = scale_for(record.height, record.width)
+    return [html.Img(id=PICTURE, src=png_data_uri(record.pixels, scale),
+                     alt=f"{tag} at step {step}",
+                     style={"maxWidth": "100%", "imageRendering": "pixelated",
+                            "border": "1px solid #ddd"}),
+            html.P(caption(run, record, scale), id=CAPTION, className="muted")]
+
+
+def register_callbacks(app: dash.Dash) -> None:
+    app.callback(Output(RUN_DROPDOWN, "options"), Output(RUN_DROPDOWN, "value"),
+                 Output(NOTICE_TEXT, "children"), Input(QUERY_STORE, "data"))(run_choice)
+    app.callback(Output(TAG_DROPDOWN, "options"), Output(TAG_DROPDOWN, "value"),
+                 Input(RUN_DROPDOWN, "value"), State(QUERY_STORE, "data"))(tag_choice)
+    app.callback(Output(STEP_SLIDER, "min"), Output(STEP_SLIDER, "max"),
+                 Output(STEP_SLIDER, "marks"), Output(STEP_SLIDER, "value"),
+                 Output(STEP_NOTICE_TEXT, "children"), Input(RUN_DROPDOWN, "value"),
+                 Input(TAG_DROPDOWN, "value"), State(QUERY_STORE, "data"))(step_choice)
+    app.callback(Output(IMAGE_DIV, "children"), Input(RUN_DROPDOWN, "value"),
+                 Input(TAG_DROPDOWN, "value"), Input(STEP_SLIDER, "value"))(image_view)
