@@ -1,5 +1,5 @@
 """Images page (`/images?run=NAME&tag=TAG&step=N`): the images a summary logged under a tag,
-one step at a time on a slider that stops only at steps with an image; drawn at pixel size,
+one step at a time on a slider whose stops are the steps with an image; drawn at pixel size,
 tiny ones (8x8 digits) scaled up by whole pixels, with run, tag, step and wall time."""
 
 from __future__ import annotations
@@ -51,8 +51,8 @@ CAPTION = "images-caption-text"
 def layout(run: str | None = None, tag: str | None = None, step: str | None = None,
            **_query) -> html.Div:
     return html.Div([
-        page_header("Images", "Images logged by summaries; the slider stops at each step "
-                              "that logged one."),
+        page_header("Images", "Images logged by summaries; the slider (or the arrow keys) "
+                              "moves through the steps that logged one."),
         dcc.Store(id=QUERY_STORE, data={"run": run, "tag": tag, "step": step}),
         html.Div(className="controls", children=[
             labelled("Run", dcc.Dropdown(id=RUN_DROPDOWN, clearable=False)),
@@ -61,21 +61,21 @@ def layout(run: str | None = None, tag: str | None = None, step: str | None = No
         html.P(id=NOTICE_TEXT, className="message notice"),
         html.Div(className="control", style={"maxWidth": "900px"}, children=[
             html.Label("Step"),
-            dcc.Slider(id=STEP_SLIDER, min=0, max=0, step=None, marks={}, value=None,
-                       included=False, updatemode="mouseup")]),
+            # Positions 0..n-1 of the steps with an image: a free slider over step numbers
+            # would stop (and the arrow keys move) between them.
+            dcc.Slider(id=STEP_SLIDER, min=0, max=0, step=1, marks={}, value=None,
+                       included=False, updatemode="mouseup", allow_direct_input=False)]),
         html.P(id=STEP_NOTICE_TEXT, className="message notice"),
         loading(IMAGE_LOADING, html.Div(id=IMAGE_DIV)),
     ])
 
 
 def step_number(value: Any, what: str = "the step") -> int | None:
-    """A step from the address (digits) or the slider (an int); None when none."""
+    """A step from the address (digits, or an int); None when none."""
     if value is None or value == "":
         return None
     if isinstance(value, str) and len(value) <= 20 and value.strip().isdigit():
         value = int(value.strip())
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)         # a slider value can come back as 3.0
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_STEP:
         raise BadInput(f"{what} must be a step number from 0, got {clipped(value)}")
     return value
@@ -120,11 +120,17 @@ def tag_choice(run: str | None, query: dict | None) -> tuple[list[str], str | No
 
 
 def _marks(steps: list[int]) -> dict:
-    """A stop at every step; labels on at most MAX_MARK_LABELS of them, first and last kept."""
-    labelled_at = set(steps) if len(steps) <= MAX_MARK_LABELS else {
-        steps[round(i * (len(steps) - 1) / (MAX_MARK_LABELS - 1))]
-        for i in range(MAX_MARK_LABELS)}
-    return {step: str(step) if step in labelled_at else "" for step in steps}
+    """Slider position -> its step's label, on at most MAX_MARK_LABELS positions (first and
+    last kept): the others are unlabelled stops."""
+    last = len(steps) - 1
+    labelled_at = set(range(len(steps))) if len(steps) <= MAX_MARK_LABELS else {
+        round(i * last / (MAX_MARK_LABELS - 1)) for i in range(MAX_MARK_LABELS)}
+    return {i: str(step) for i, step in enumerate(steps) if i in labelled_at}
+
+
+def image_steps(run: str, tag: Any) -> list[int]:
+    """The steps that logged an image under the tag, ascending: the slider's stops."""
+    return sorted({record.step for record in _records(run, tag)})
 
 
 _NO_STEPS = (0, 0, {}, None)
@@ -133,17 +139,16 @@ _NO_STEPS = (0, 0, {}, None)
 @answers(lambda problem: (*_NO_STEPS, problem))
 def step_choice(run: str | None, tag: str | None, query: dict | None
                 ) -> tuple[int, int, dict, int | None, str]:
-    """(slider min, max, marks, value, a notice): the slider stops at the steps with an
+    """(slider min, max, marks, position, a notice): one slider position per step with an
     image; the step in the address when it has one, else the latest."""
     run = _run(run)
     if run is None:
         return (*_NO_STEPS, "")
     if not tag:
         return (*_NO_STEPS, f"Run {run} logged no images.")
-    steps = [record.step for record in _records(run, tag)]
-    if not steps:
+    unique = image_steps(run, tag)
+    if not unique:
         return (*_NO_STEPS, f"Tag {tag} of {run} has no image.")
-    unique = sorted(set(steps))
     query = _query(query)
     requested = step_number(query.get("step"), "the step in the address")
     notice = ""
@@ -154,7 +159,7 @@ def step_choice(run: str | None, tag: str | None, query: dict | None
         else:
             notice = (f"Step {requested} of {run} has no {tag} image; showing the latest, "
                       f"step {chosen}.")
-    return unique[0], unique[-1], _marks(unique), chosen, notice
+    return 0, len(unique) - 1, _marks(unique), unique.index(chosen), notice
 
 
 def _records(run: str, tag: Any) -> list[ImageRecord]:
@@ -191,29 +196,40 @@ def caption(run: str, record: ImageRecord, scale: int) -> str:
     return f"{run} · {record.tag} · step {record.step} · {when} · {size}"
 
 
+def slider_position(value: Any, count: int) -> int | None:
+    """A slider position (0..count-1; an integral float as the slider may send); None when
+    none is chosen yet."""
+    if value is None:
+        return None
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < count:
+        raise BadInput(f"the step slider's position must be a whole number from 0 to "
+                       f"{count - 1}, got {clipped(value)}")
+    return value
+
+
 @answers(lambda problem: [message(problem)])
-def image_view(run: str | None, tag: str | None, step: Any) -> list:
-    """The tag's image at `step` (the last one logged there; the latest step when none is
-    chosen yet) with its caption."""
+def image_view(run: str | None, tag: str | None, position: Any) -> list:
+    """The tag's image at the slider's step (the last one logged there; the latest step when
+    no position is chosen yet) with its caption."""
     run = _run(run)
     if run is None:
         return [message("No readable run in the log directory.")]
     if not tag:
         return [message(f"Run {run} logged no images.")]
-    step = step_number(step)
     records = _records(run, tag)
-    if not records:
+    steps = sorted({record.step for record in records})
+    if not steps:
         return [message(f"Tag {tag} of {run} has no image.")]
-    at_step = [record for record in records if record.step == (records[-1].step
-                                                              if step is None else step)]
-    if not at_step:
-        return [message(f"Step {step} of {run} has no {tag} image.")]
-    record = at_step[-1]
+    position = slider_position(position, len(steps))
+    step = steps[-1 if position is None else position]
+    record = [record for record in records if record.step == step][-1]
     scale = scale_for(record.height, record.width)
     return [html.Img(id=PICTURE, src=png_data_uri(record.pixels, scale),
                      alt=f"{tag} at step {step}",
                      style={"maxWidth": "100%", "imageRendering": "pixelated",
-                            "border": "1px solid #ddd"}),
+                            "border": "1px solid #ddd", "marginTop": "12px"}),
             html.P(caption(run, record, scale), id=CAPTION, className="muted")]
 
 
