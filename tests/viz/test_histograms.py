@@ -147,3 +147,17 @@ def test_viz_histograms_imports_neither_dash_nor_torch():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             check=True)
     assert result.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("bins, values", [
+    (30, np.random.default_rng(0).normal(0.0, 1.0, 5000)),
+    (7, np.random.default_rng(1).exponential(1.0, 300)),
+    (100, np.arange(1000.0)),
+])
+def test_percentiles_match_tensorboards_distribution_compressor(bins, values):
+    compressor = pytest.importorskip("tensorboard.plugins.distribution.compressor")
+    record = record_of(values, bins=bins)
+    buckets = list(zip(record.edges[:-1], record.edges[1:], record.counts))
+    expected = [value for _, value in compressor.compress_histogram(buckets)]
+    assert [bp / 100 for bp in compressor.NORMAL_HISTOGRAM_BPS] == list(TB_PERCENTILES)
+    np.testing.assert_allclose(percentiles(record), expected, rtol=0, atol=1e-9)
