@@ -73,21 +73,22 @@ def run_choice(query: dict | None) -> tuple[list[dict], list[str], str]:
     asked = [requested] if requested in names else _parts(requested)
     found = [name for name in asked if name in names]
     missing = [name for name in asked if name not in names]
-    chosen = found or _with_histograms(healthy)[:1] or healthy[:1] or names[:1]
+    chosen = found or _first_with_histograms(healthy) or healthy[:1] or names[:1]
     if not missing:
         return options, chosen, ""
     return options, chosen, run_notice(missing[0], None if found or not chosen else chosen[0])
 
 
-def _with_histograms(names: list[str]) -> list[str]:
-    kept = []
+def _first_with_histograms(names: list[str]) -> list[str]:
+    """The first run (newest first) that recorded a histogram, as a list; asks no further,
+    so a logdir of hundreds of runs is not read whole to open the page."""
     for name in names:
         try:
             if data.histogram_tags(name):
-                kept.append(name)
+                return [name]
         except PROBLEMS:
             continue
-    return kept
+    return []
 
 
 @answers(lambda _problem: ([], []))

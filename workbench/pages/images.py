@@ -95,8 +95,8 @@ def run_choice(query: dict | None) -> tuple[list[dict], str | None, str]:
     run that logged images, else the newest healthy one."""
     requested = _query(query).get("run")
     names, healthy = run_choices()
-    with_images = [name for name in healthy if _image_tags(name)]
-    chosen = choose_run(names, requested, with_images or healthy)
+    with_images = next((name for name in healthy if _image_tags(name)), None)
+    chosen = choose_run(names, requested, [with_images] if with_images else healthy)
     options = run_options(names, frozenset(names) - frozenset(healthy))
     return options, chosen, run_notice(requested, chosen)
 
