@@ -13,9 +13,19 @@ import dash
 from dash import dcc, html
 
 from workbench import data, request_checks
-from workbench.pages import alerts, compare, graph, placement, runs, scalars, timeline
+from workbench.pages import (
+    alerts,
+    compare,
+    graph,
+    histograms,
+    images,
+    placement,
+    runs,
+    scalars,
+    timeline,
+)
 
-PAGES = (runs, graph, placement, scalars, timeline, alerts, compare)
+PAGES = (runs, graph, placement, scalars, histograms, images, timeline, alerts, compare)
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
 TITLE = "Workbench"
 NAV_ID = "app-nav-div"

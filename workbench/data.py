@@ -195,6 +195,22 @@ def tags(name: str) -> list[str]:
     return _query(name, "tags")
 
 
+def histogram_tags(name: str) -> list[str]:
+    return _query(name, "histogram_tags")
+
+
+def histograms(name: str, tag: str) -> list:
+    return _query(name, "histograms", tag)
+
+
+def image_tags(name: str) -> list[str]:
+    return _query(name, "image_tags")
+
+
+def images(name: str, tag: str) -> list:
+    return _query(name, "images", tag)
+
+
 def scalars(name: str, tag: str) -> tuple[np.ndarray, np.ndarray]:
     return _query(name, "scalars", tag)
 

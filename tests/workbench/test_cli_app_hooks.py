@@ -80,9 +80,9 @@ def test_ipv6_hosts_are_bracketed():
 def test_create_app_registers_pages_in_order(recorded):
     app = create_app(recorded.logdir)
     registered = [page["path"] for page in dash.page_registry.values()]
-    assert registered == [page.PATH for page in PAGES] == ["/", "/graph", "/placement",
-                                                            "/scalars", "/timeline", "/alerts",
-                                                            "/compare"]
+    assert registered == [page.PATH for page in PAGES] == [
+        "/", "/graph", "/placement", "/scalars", "/histograms", "/images", "/timeline",
+        "/alerts", "/compare"]
     client = app.server.test_client()
     assert client.get("/graph?run=mlp-lr0.5").status_code == 200
     layout = client.get("/_dash-layout")

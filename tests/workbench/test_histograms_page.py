@@ -1,0 +1,147 @@
+"""The Histograms page's callbacks as plain functions against a real run store written with
+RunWriter.histogram (and a TensorBoard event-file run written by torch's SummaryWriter):
+run and tag choice from the address, both histogram modes beside the distribution view,
+and hostile inputs answered with a message."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from engine.record import RunWriter
+from viz.histograms import TB_PERCENTILES, percentiles
+from workbench import data
+from workbench.pages import histograms as page
+
+RUN, PLAIN, TORCH = "hist-run", "scalars-only", "tb-hist"
+STEPS = 8
+
+
+@pytest.fixture(scope="module")
+def logdir(tmp_path_factory):
+    root = tmp_path_factory.mktemp("histogram-logs")
+    rng = np.random.default_rng(0)
+    with RunWriter(root, RUN) as run:
+        for step in range(STEPS):
+            run.histogram("layer1/weights", rng.normal(step, 1.0, 1000), step)
+            if step % 2 == 0:
+                run.histogram("bias", rng.uniform(0, 1, 100), step)
+            run.scalar("loss", 1.0 / (step + 1), step)
+    with RunWriter(root, PLAIN) as run:
+        run.scalar("loss", 1.0, 0)
+    return root
+
+
+@pytest.fixture
+def store(logdir):
+    data.set_logdir(logdir)
+    yield logdir
+    data.set_logdir("runs")
+
+
+def graphs(children) -> list:
+    return [child for row in children if hasattr(row, "children")
+            and isinstance(row.children, list) for child in row.children
+            if type(child).__name__ == "Graph"]
+
+
+def test_data_reads_histogram_tags_and_records(store):
+    assert data.histogram_tags(RUN) == ["bias", "layer1/weights"]
+    assert data.histogram_tags(PLAIN) == []
+    records = data.histograms(RUN, "layer1/weights")
+    assert [r.step for r in records] == list(range(STEPS))
+    assert all(r.count == 1000 and sum(r.counts) == 1000 for r in records)
+
+
+def test_run_choice_prefers_a_run_with_histograms_and_reads_the_address(store):
+    options, chosen, notice = page.run_choice({"run": None})
+    assert {o["value"] for o in options} == {RUN, PLAIN}
+    assert (chosen, notice) == ([RUN], "")
+    assert page.run_choice({"run": PLAIN})[1:] == ([PLAIN], "")
+    assert page.run_choice({"run": f"{RUN},{PLAIN}"})[1] == [RUN, PLAIN]
+    _, chosen, notice = page.run_choice({"run": "nope"})
+    assert chosen == [RUN] and "No readable run named 'nope'" in notice
+
+
+def test_tag_choice_keeps_the_address_tag_else_the_first(store):
+    assert page.tag_choice([RUN], None, {"tag": "layer1/weights"}) == (
+        ["bias", "layer1/weights"], ["layer1/weights"])
+    assert page.tag_choice([RUN], None, {"tag": "missing"})[1] == ["bias"]
+    assert page.tag_choice([RUN], ["bias"], None)[1] == ["bias"]
+    assert page.tag_choice([PLAIN], None, None) == ([], [])
+
+
+@pytest.mark.parametrize("mode", ["offset", "overlay"])
+def test_figures_draw_the_histogram_mode_beside_the_distribution(store, mode):
+    children = page.figures([RUN], ["layer1/weights", "bias"], mode)
+    drawn = graphs(children)
+    assert [(g.id["type"], g.id["tag"]) for g in drawn] == [
+        ("histograms-histogram-graph", "layer1/weights"),
+        ("histograms-distribution-graph", "layer1/weights"),
+        ("histograms-histogram-graph", "bias"), ("histograms-distribution-graph", "bias")]
+    histogram, distribution = drawn[0].figure, drawn[1].figure
+    steps = [f"step {s}" for s in range(STEPS)]
+    assert [t.name for t in histogram.data][:STEPS] == steps
+    if mode == "offset":
+        assert histogram.layout.yaxis.autorange == "reversed"
+    else:
+        assert histogram.data[-1].marker.showscale
+    records = data.histograms(RUN, "layer1/weights")
+    np.testing.assert_allclose(distribution.data[-1].y,
+                               [percentiles(r, (50,))[0] for r in records])
+    np.testing.assert_allclose(distribution.data[-1].y, range(STEPS), atol=0.25)
+    assert len(distribution.data) == len(TB_PERCENTILES)
+
+
+def test_figures_say_what_is_missing(store, text_of):
+    assert "Choose at least one run" in text_of(page.figures([RUN], [], "offset"))
+    assert "None of the chosen runs recorded" in text_of(page.figures([PLAIN], ["bias"], None))
+    text = text_of(page.figures(["gone"], ["bias"], "offset"))
+    assert "gone: No run named 'gone' in the log directory." in text
+
+
+@pytest.mark.parametrize("runs, tags, mode, expected", [
+    ([RUN], ["bias"], "stacked", "histogram mode must be one of offset, overlay"),
+    ([RUN], ["bias"], 5, "histogram mode must be one of"),
+    ({"a": 1}, ["bias"], "offset", "the runs must be a list"),
+    ([RUN], "x" * 5000, "offset", "at most 1000"),
+    (["../etc"], ["bias"], "offset", "not a run name"),
+    ([RUN], [["nested"]], "offset", "the tags must be text"),
+])
+def test_hostile_inputs_become_a_message(store, text_of, runs, tags, mode, expected):
+    assert expected.lower() in text_of(page.figures(runs, tags, mode)).lower()
+    options, chosen = page.tag_choice(runs, tags, {"tag": tags})
+    assert isinstance(options, list) and set(chosen) <= set(options)
+
+
+def test_hostile_queries_fall_back_to_a_choice(store):
+    for query in (None, 5, {"run": ["x"]}, {"run": "x" * 10_000}, {"run": "a/../b"}):
+        options, chosen, _ = page.run_choice(query)
+        assert chosen == [RUN] and len(options) == 2
+
+
+def test_layout_reads_the_mode_from_the_address():
+    def radio(tree):
+        return next(c for c in tree.children[2].children if c.children[1].id == page.MODE_RADIO
+                    ).children[1]
+    assert radio(page.layout(mode="overlay")).value == "overlay"
+    assert radio(page.layout(mode="bogus")).value == "offset"
+
+
+def test_an_event_file_run_answers_the_same_queries(tmp_path):
+    pytest.importorskip("tensorboard")
+    from torch.utils.tensorboard import SummaryWriter
+    writer = SummaryWriter(str(tmp_path / TORCH))
+    for step in range(3):
+        writer.add_histogram("weights", np.linspace(-1.0, 1.0, 101) + step, step)
+    writer.close()
+    data.set_logdir(tmp_path)
+    try:
+        assert data.histogram_tags(TORCH) == ["weights"]
+        assert page.run_choice(None)[1] == [TORCH]
+        drawn = graphs(page.figures([TORCH], ["weights"], "overlay"))
+        assert len(drawn) == 2
+        median = drawn[1].figure.data[-1].y
+        np.testing.assert_allclose(median, [0.0, 1.0, 2.0], atol=0.1)
+    finally:
+        data.set_logdir("runs")

@@ -1,0 +1,170 @@
+"""Histograms page (`/histograms?run=A,B&tag=TAG&mode=offset|overlay`): for each chosen run
+and histogram tag, TensorBoard's histogram view (offset ridges or overlaid steps) beside its
+distributions view (percentile bands over steps)."""
+
+from __future__ import annotations
+
+import dash
+from dash import Input, Output, State, dcc, html
+
+from viz.histograms import MODES, OFFSET, distribution_figure, histogram_figure
+from workbench import data, inputs
+from workbench.pages.common import (
+    PROBLEMS,
+    answers,
+    labelled,
+    loading,
+    message,
+    page_header,
+    problem_text,
+    run_choices,
+    run_notice,
+    run_options,
+)
+
+PATH = "/histograms"
+NAME = "Histograms"
+FIGURE_HEIGHT = 360
+
+QUERY_STORE = "histograms-query-store"
+RUN_DROPDOWN = "histograms-run-dropdown"
+TAG_DROPDOWN = "histograms-tag-dropdown"
+MODE_RADIO = "histograms-mode-radio"
+NOTICE_TEXT = "histograms-notice-text"
+FIGURES_DIV = "histograms-figures-div"
+FIGURES_LOADING = "histograms-figures-loading"
+MODE_LABELS = {"offset": "Offset", "overlay": "Overlay"}
+
+
+def layout(run: str | None = None, tag: str | None = None, mode: str | None = None,
+           **_query) -> html.Div:
+    return html.Div([
+        page_header("Histograms", "Recorded tensors over steps: each step's histogram "
+                                  "(offset: newest in front; overlay: colour by step) and "
+                                  "its distribution (percentile bands, median line)."),
+        dcc.Store(id=QUERY_STORE, data={"run": run, "tag": tag}),
+        html.Div(className="controls", children=[
+            labelled("Runs", dcc.Dropdown(id=RUN_DROPDOWN, multi=True)),
+            labelled("Tags", dcc.Dropdown(id=TAG_DROPDOWN, multi=True)),
+            labelled("Histogram mode", dcc.RadioItems(
+                id=MODE_RADIO, value=mode if mode in MODES else OFFSET, inline=True,
+                options=[{"label": MODE_LABELS[m], "value": m} for m in MODES])),
+        ]),
+        html.P(id=NOTICE_TEXT, className="message notice"),
+        loading(FIGURES_LOADING, html.Div(id=FIGURES_DIV)),
+    ])
+
+
+def _query(query) -> dict:
+    return query if isinstance(query, dict) else {}
+
+
+def _parts(requested) -> list[str]:
+    return [part for part in requested.split(",") if part] if isinstance(requested, str) else []
+
+
+@answers(lambda problem: ([], [], problem))
+def run_choice(query: dict | None) -> tuple[list[dict], list[str], str]:
+    """Every readable run as an option; the runs the address names (comma-separated), else
+    the newest healthy run that recorded histograms, else the newest healthy run."""
+    requested = _query(query).get("run")
+    names, healthy = run_choices()
+    options = run_options(names, frozenset(names) - frozenset(healthy))
+    asked = [requested] if requested in names else _parts(requested)
+    found = [name for name in asked if name in names]
+    missing = [name for name in asked if name not in names]
+    chosen = found or _first_with_histograms(healthy) or healthy[:1] or names[:1]
+    if not missing:
+        return options, chosen, ""
+    return options, chosen, run_notice(missing[0], None if found or not chosen else chosen[0])
+
+
+def _first_with_histograms(names: list[str]) -> list[str]:
+    """The first run (newest first) that recorded a histogram, as a list; asks no further,
+    so a logdir of hundreds of runs is not read whole to open the page."""
+    for name in names:
+        try:
+            if data.histogram_tags(name):
+                return [name]
+        except PROBLEMS:
+            continue
+    return []
+
+
+@answers(lambda _problem: ([], []))
+def tag_choice(runs: list[str] | None, current: list[str] | None,
+               query: dict | None = None) -> tuple[list[str], list[str]]:
+    """Histogram tags of the chosen runs; keeps the current choice where it still exists,
+    else the tags the address asked for, else the first tag."""
+    current = inputs.text_list(current, "the tags") or _parts(_query(query).get("tag"))
+    tags = set()
+    for run in inputs.text_list(runs, "the runs"):
+        try:
+            tags.update(data.histogram_tags(data.check_name(run)))
+        except PROBLEMS:
+            continue
+    tags = sorted(tags)
+    kept = [tag for tag in current if tag in tags]
+    return tags, kept or tags[:1]
+
+
+def _mode(value) -> str:
+    if value is None:
+        return OFFSET
+    if value not in MODES:
+        raise inputs.BadInput(f"The histogram mode must be one of {', '.join(MODES)}, got "
+                              f"{inputs.clipped(value)}")
+    return value
+
+
+def _graph(kind: str, run: str, tag: str, figure) -> dcc.Graph:
+    figure.update_layout(uirevision=f"{run}:{tag}:{kind}")
+    return dcc.Graph(id={"type": f"histograms-{kind}-graph", "run": run, "tag": tag},
+                     figure=figure, className="histograms-figure",
+                     config={"displaylogo": False})
+
+
+@answers(lambda problem: [message(problem)])
+def figures(runs: list[str] | None, tags: list[str] | None, mode: str | None) -> list:
+    """For each chosen (run, tag) the run recorded: its histogram figure in `mode` beside its
+    distribution figure; a message for each run or tag that cannot be shown."""
+    runs = [data.check_name(run) for run in inputs.text_list(runs, "the runs")]
+    tags = inputs.text_list(tags, "the tags")
+    mode = _mode(mode)
+    if not runs or not tags:
+        return [message("Choose at least one run and one histogram tag.")]
+    rows, notes = [], []
+    for run in runs:
+        try:
+            present = set(data.histogram_tags(run))
+            for tag in tags:
+                if tag not in present:
+                    continue
+                records = data.histograms(run, tag)
+                title = f"{run} · {tag}"
+                rows.append(html.Div(className="histograms-row", style=_ROW, children=[
+                    _graph("histogram", run, tag,
+                           histogram_figure(records, title, mode, FIGURE_HEIGHT)),
+                    _graph("distribution", run, tag,
+                           distribution_figure(records, f"{title} (distribution)",
+                                               FIGURE_HEIGHT))]))
+        except PROBLEMS as exc:
+            notes.append(message(f"{run}: {problem_text(exc)}"))
+    if not rows and not notes:
+        notes = [message("None of the chosen runs recorded the chosen histogram tags.")]
+    return notes + rows
+
+
+# Two figures side by side, each at least 420 px wide (one above the other when narrower).
+_ROW = {"display": "grid", "gridTemplateColumns": "repeat(auto-fit, minmax(420px, 1fr))",
+        "gap": "8px"}
+
+
+def register_callbacks(app: dash.Dash) -> None:
+    app.callback(Output(RUN_DROPDOWN, "options"), Output(RUN_DROPDOWN, "value"),
+                 Output(NOTICE_TEXT, "children"), Input(QUERY_STORE, "data"))(run_choice)
+    app.callback(Output(TAG_DROPDOWN, "options"), Output(TAG_DROPDOWN, "value"),
+                 Input(RUN_DROPDOWN, "value"), State(TAG_DROPDOWN, "value"),
+                 State(QUERY_STORE, "data"))(tag_choice)
+    app.callback(Output(FIGURES_DIV, "children"), Input(RUN_DROPDOWN, "value"),
+                 Input(TAG_DROPDOWN, "value"), Input(MODE_RADIO, "value"))(figures)

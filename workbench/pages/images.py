@@ -1,0 +1,246 @@
+"""Images page (`/images?run=NAME&tag=TAG&step=N`): the images a summary logged under a tag,
+one step at a time on a slider whose stops are the steps with an image; drawn at pixel size,
+tiny ones (8x8 digits) scaled up by whole pixels, with run, tag, step and wall time."""
+
+from __future__ import annotations
+
+import base64
+import io
+import time
+from typing import Any
+
+import dash
+import numpy as np
+from dash import Input, Output, State, dcc, html
+from PIL import Image
+
+from engine.record.schema import ImageRecord
+from workbench import data
+from workbench.inputs import BadInput, clipped
+from workbench.pages.common import (
+    PROBLEMS,
+    answers,
+    choose_run,
+    labelled,
+    loading,
+    message,
+    page_header,
+    run_choices,
+    run_notice,
+    run_options,
+)
+
+PATH = "/images"
+NAME = "Images"
+MAX_STEP = 2 ** 63 - 1
+MIN_SIDE = 256                 # images smaller than this are scaled up by a whole factor
+MAX_MARK_LABELS = 10           # slider stops beyond these are unlabelled ticks
+
+QUERY_STORE = "images-query-store"
+RUN_DROPDOWN = "images-run-dropdown"
+TAG_DROPDOWN = "images-tag-dropdown"
+STEP_SLIDER = "images-step-slider"
+NOTICE_TEXT = "images-notice-text"
+STEP_NOTICE_TEXT = "images-step-notice-text"
+IMAGE_DIV = "images-image-div"
+IMAGE_LOADING = "images-image-loading"
+PICTURE = "images-picture-img"
+CAPTION = "images-caption-text"
+
+
+def layout(run: str | None = None, tag: str | None = None, step: str | None = None,
+           **_query) -> html.Div:
+    return html.Div([
+        page_header("Images", "Images logged by summaries; the slider (or the arrow keys) "
+                              "moves through the steps that logged one."),
+        dcc.Store(id=QUERY_STORE, data={"run": run, "tag": tag, "step": step}),
+        html.Div(className="controls", children=[
+            labelled("Run", dcc.Dropdown(id=RUN_DROPDOWN, clearable=False)),
+            labelled("Tag", dcc.Dropdown(id=TAG_DROPDOWN, clearable=False)),
+        ]),
+        html.P(id=NOTICE_TEXT, className="message notice"),
+        html.Div(className="control", style={"maxWidth": "900px"}, children=[
+            html.Label("Step"),
+            # Positions 0..n-1 of the steps with an image: a free slider over step numbers
+            # would stop (and the arrow keys move) between them.
+            dcc.Slider(id=STEP_SLIDER, min=0, max=0, step=1, marks={}, value=None,
+                       included=False, updatemode="mouseup", allow_direct_input=False)]),
+        html.P(id=STEP_NOTICE_TEXT, className="message notice"),
+        loading(IMAGE_LOADING, html.Div(id=IMAGE_DIV)),
+    ])
+
+
+def step_number(value: Any, what: str = "the step") -> int | None:
+    """A step from the address (digits, or an int); None when none."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, str) and len(value) <= 20 and value.strip().isdigit():
+        value = int(value.strip())
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_STEP:
+        raise BadInput(f"{what} must be a step number from 0, got {clipped(value)}")
+    return value
+
+
+def _query(query: Any) -> dict:
+    return query if isinstance(query, dict) else {}
+
+
+def _run(run: Any) -> str | None:
+    return data.check_name(run) if run else None
+
+
+@answers(lambda problem: ([], None, problem))
+def run_choice(query: dict | None) -> tuple[list[dict], str | None, str]:
+    """(options, the run to show, a notice): the run in the address, else the newest healthy
+    run that logged images, else the newest healthy one."""
+    requested = _query(query).get("run")
+    names, healthy = run_choices()
+    with_images = next((name for name in healthy if _image_tags(name)), None)
+    chosen = choose_run(names, requested, [with_images] if with_images else healthy)
+    options = run_options(names, frozenset(names) - frozenset(healthy))
+    return options, chosen, run_notice(requested, chosen)
+
+
+def _image_tags(name: str) -> list[str]:
+    try:
+        return data.image_tags(name)
+    except PROBLEMS:            # the run's own choice tells what is wrong with it
+        return []
+
+
+@answers(lambda problem: ([], None))
+def tag_choice(run: str | None, query: dict | None) -> tuple[list[str], str | None]:
+    """The run's image tags; the one in the address when the run has it, else the first."""
+    run = _run(run)
+    if run is None:
+        return [], None
+    tags = data.image_tags(run)
+    requested = _query(query).get("tag")
+    return tags, requested if requested in tags else (tags[0] if tags else None)
+
+
+def _marks(steps: list[int]) -> dict:
+    """Slider position -> its step's label, on at most MAX_MARK_LABELS positions (first and
+    last kept): the others are unlabelled stops."""
+    last = len(steps) - 1
+    labelled_at = set(range(len(steps))) if len(steps) <= MAX_MARK_LABELS else {
+        round(i * last / (MAX_MARK_LABELS - 1)) for i in range(MAX_MARK_LABELS)}
+    return {i: str(step) for i, step in enumerate(steps) if i in labelled_at}
+
+
+def image_steps(run: str, tag: Any) -> list[int]:
+    """The steps that logged an image under the tag, ascending: the slider's stops."""
+    return sorted({record.step for record in _records(run, tag)})
+
+
+_NO_STEPS = (0, 0, {}, None)
+
+
+@answers(lambda problem: (*_NO_STEPS, problem))
+def step_choice(run: str | None, tag: str | None, query: dict | None
+                ) -> tuple[int, int, dict, int | None, str]:
+    """(slider min, max, marks, position, a notice): one slider position per step with an
+    image; the step in the address when it has one, else the latest."""
+    run = _run(run)
+    if run is None:
+        return (*_NO_STEPS, "")
+    if not tag:
+        return (*_NO_STEPS, f"Run {run} logged no images.")
+    unique = image_steps(run, tag)
+    if not unique:
+        return (*_NO_STEPS, f"Tag {tag} of {run} has no image.")
+    query = _query(query)
+    requested = step_number(query.get("step"), "the step in the address")
+    notice = ""
+    chosen = unique[-1]
+    if query.get("run") in (None, "", run) and requested is not None:
+        if requested in unique:
+            chosen = requested
+        else:
+            notice = (f"Step {requested} of {run} has no {tag} image; showing the latest, "
+                      f"step {chosen}.")
+    return 0, len(unique) - 1, _marks(unique), unique.index(chosen), notice
+
+
+def _records(run: str, tag: Any) -> list[ImageRecord]:
+    if not isinstance(tag, str) or tag not in data.image_tags(run):
+        raise BadInput(f"run {run} has no image tag {clipped(tag)}")
+    return data.images(run, tag)
+
+
+def scale_for(height: int, width: int) -> int:
+    """The whole factor tiny images are drawn at (1 for images MIN_SIDE or larger)."""
+    return max(1, MIN_SIDE // max(height, width, 1))
+
+
+def png_data_uri(pixels: np.ndarray, scale: int = 1) -> str:
+    """uint8 (height, width, channels) pixels as a PNG data URI, each pixel a scale x scale
+    block (nearest neighbour: a digit's pixels stay sharp)."""
+    pixels = np.ascontiguousarray(pixels, dtype=np.uint8)
+    if pixels.ndim == 3 and pixels.shape[2] == 1:
+        pixels = pixels[:, :, 0]
+    if pixels.ndim != 2 and not (pixels.ndim == 3 and pixels.shape[2] in (3, 4)):
+        raise BadInput(f"an image must be gray, RGB or RGBA pixels, got shape {pixels.shape}")
+    picture = Image.fromarray(pixels)           # L, RGB or RGBA from the shape
+    if scale > 1:
+        picture = picture.resize((picture.width * scale, picture.height * scale),
+                                 Image.Resampling.NEAREST)
+    buffer = io.BytesIO()
+    picture.save(buffer, format="PNG")
+    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def caption(run: str, record: ImageRecord, scale: int) -> str:
+    when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(record.wall_time))
+    size = f"{record.width}×{record.height} px" + (f", drawn ×{scale}" if scale > 1 else "")
+    return f"{run} · {record.tag} · step {record.step} · {when} · {size}"
+
+
+def slider_position(value: Any, count: int) -> int | None:
+    """A slider position (0..count-1; an integral float as the slider may send); None when
+    none is chosen yet."""
+    if value is None:
+        return None
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < count:
+        raise BadInput(f"the step slider's position must be a whole number from 0 to "
+                       f"{count - 1}, got {clipped(value)}")
+    return value
+
+
+@answers(lambda problem: [message(problem)])
+def image_view(run: str | None, tag: str | None, position: Any) -> list:
+    """The tag's image at the slider's step (the last one logged there; the latest step when
+    no position is chosen yet) with its caption."""
+    run = _run(run)
+    if run is None:
+        return [message("No readable run in the log directory.")]
+    if not tag:
+        return [message(f"Run {run} logged no images.")]
+    records = _records(run, tag)
+    steps = sorted({record.step for record in records})
+    if not steps:
+        return [message(f"Tag {tag} of {run} has no image.")]
+    position = slider_position(position, len(steps))
+    step = steps[-1 if position is None else position]
+    record = [record for record in records if record.step == step][-1]
+    scale = scale_for(record.height, record.width)
+    return [html.Img(id=PICTURE, src=png_data_uri(record.pixels, scale),
+                     alt=f"{tag} at step {step}",
+                     style={"maxWidth": "100%", "imageRendering": "pixelated",
+                            "border": "1px solid #ddd", "marginTop": "12px"}),
+            html.P(caption(run, record, scale), id=CAPTION, className="muted")]
+
+
+def register_callbacks(app: dash.Dash) -> None:
+    app.callback(Output(RUN_DROPDOWN, "options"), Output(RUN_DROPDOWN, "value"),
+                 Output(NOTICE_TEXT, "children"), Input(QUERY_STORE, "data"))(run_choice)
+    app.callback(Output(TAG_DROPDOWN, "options"), Output(TAG_DROPDOWN, "value"),
+                 Input(RUN_DROPDOWN, "value"), State(QUERY_STORE, "data"))(tag_choice)
+    app.callback(Output(STEP_SLIDER, "min"), Output(STEP_SLIDER, "max"),
+                 Output(STEP_SLIDER, "marks"), Output(STEP_SLIDER, "value"),
+                 Output(STEP_NOTICE_TEXT, "children"), Input(RUN_DROPDOWN, "value"),
+                 Input(TAG_DROPDOWN, "value"), State(QUERY_STORE, "data"))(step_choice)
+    app.callback(Output(IMAGE_DIV, "children"), Input(RUN_DROPDOWN, "value"),
+                 Input(TAG_DROPDOWN, "value"), Input(STEP_SLIDER, "value"))(image_view)
