@@ -63,11 +63,26 @@ def timed(fn, repeats: int = 3) -> float:
     return best
 
 
+def every_point_figures(logdir: Path) -> list:
+    """The peer's figures: the same curves with every point (no min/max downsampling)."""
+    from viz.scalars import curves_figure, scalar_curve
+    from workbench import data
+
+    data.set_logdir(logdir)
+    figures = []
+    for tag in TAGS:
+        curves = {}
+        for run in RUNS:
+            steps, values = data.scalars(run, tag)
+            curves[run] = scalar_curve(steps, values, 0.6, max_points=len(values) + 1)
+        figures.append(curves_figure(curves, tag))
+    return figures
+
+
 def server_side(logdir: Path) -> tuple[float, float, int, int]:
     """(ours s, peer s, our payload bytes, peer payload bytes)."""
     import plotly.io
 
-    from viz.scalars import curves_figure, scalar_curve
     from workbench import data
     from workbench.pages import scalars
 
@@ -78,14 +93,8 @@ def server_side(logdir: Path) -> tuple[float, float, int, int]:
         return scalars.curves(list(RUNS), list(TAGS), 0.6)
 
     def peer():
-        figures = []
-        for tag in TAGS:
-            curves = {}
-            for run in RUNS:
-                steps, values = data.scalars(run, tag)
-                curves[run] = scalar_curve(steps, values, 0.6, max_points=len(values) + 1)
-            figures.append(plotly.io.to_json(curves_figure(curves, tag)))
-        return figures
+        data.clear_cache()      # both sides read the store: the peer is cold too
+        return [plotly.io.to_json(figure) for figure in every_point_figures(logdir)]
 
     ours_s, peer_s = timed(ours), timed(peer)
     our_bytes = sum(len(plotly.io.to_json(g.figure)) for g in ours())
@@ -129,17 +138,8 @@ def _peer_in_browser(driver, logdir: Path) -> float:
     import plotly.io
     from selenium.webdriver.support.wait import WebDriverWait
 
-    from viz.scalars import curves_figure, scalar_curve
-    from workbench import data
 
-    data.set_logdir(logdir)
-    figures = []
-    for tag in TAGS:
-        curves = {}
-        for run in RUNS:
-            steps, values = data.scalars(run, tag)
-            curves[run] = scalar_curve(steps, values, 0.6, max_points=len(values) + 1)
-        figures.append(json.loads(plotly.io.to_json(curves_figure(curves, tag))))
+    figures = [json.loads(plotly.io.to_json(figure)) for figure in every_point_figures(logdir)]
     plotly_js = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
     page = Path(tempfile.mkdtemp()) / "peer.html"
     page.write_text(f"<html><body><script src='file://{plotly_js}'></script></body></html>")
