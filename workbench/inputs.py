@@ -11,6 +11,7 @@ from typing import Any
 MAX_TEXT = 1000                # a name, tag, search text or scope path
 MAX_CHOSEN = 200               # runs, tags, reasons or devices chosen at once
 MAX_SCOPES = 100_000           # expanded scopes sent back (the graph's own bound them later)
+MAX_STEP = 2 ** 63 - 1         # SQLite's largest integer
 SMOOTHING_MAX = 0.99           # the slider's range: 1.0 would be a flat line at the first point
 
 
@@ -66,12 +67,16 @@ def smoothing(value: Any, default: float) -> float:
     return float(value)
 
 
-def optional_step(value: Any, what: str) -> int | None:
-    """A step number (a non-negative integer), or None when none was sent."""
-    if value is None:
+def step_number(value: Any, what: str = "the step") -> int | None:
+    """A step from the address (text of digits) or a picker (an int); None when none."""
+    if value is None or value == "":
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**63:
+    if isinstance(value, str) and len(value) <= 20 and value.strip().isdigit():
+        value = int(value.strip())
+    if isinstance(value, bool) or not isinstance(value, int):
         raise BadInput(f"{what} must be a step number, got {clipped(value)}")
+    if not 0 <= value <= MAX_STEP:
+        raise BadInput(f"{what} must be a step number from 0, got {clipped(value)}")
     return value
 
 

@@ -16,7 +16,7 @@ from PIL import Image
 
 from engine.record.schema import ImageRecord
 from workbench import data
-from workbench.inputs import BadInput, clipped
+from workbench.inputs import MAX_STEP, BadInput, clipped
 from workbench.pages.common import (
     PROBLEMS,
     answers,
@@ -32,7 +32,6 @@ from workbench.pages.common import (
 
 PATH = "/images"
 NAME = "Images"
-MAX_STEP = 2 ** 63 - 1
 MIN_SIDE = 256                 # images smaller than this are scaled up by a whole factor
 MAX_MARK_LABELS = 10           # slider stops beyond these are unlabelled ticks
 

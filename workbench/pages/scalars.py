@@ -56,7 +56,10 @@ def layout(run: str | None = None, tag: str | None = None, x: str | None = None,
     """The query picks the view: runs and tags comma-separated, the x axis, log=1, and a
     step to mark (an alert's: the Alerts page links here with it)."""
     x_axis = x if x in X_AXES else STEP
-    marked = int(step) if isinstance(step, str) and step.isdigit() and len(step) < 19 else None
+    try:
+        marked = inputs.step_number(step)
+    except inputs.BadInput:     # a bad step in the address marks nothing; the page still opens
+        marked = None
     return html.Div([
         page_header("Scalars", "Values logged per step; raw values faint, smoothed bold."),
         dcc.Store(id=QUERY_STORE, data=run),
@@ -161,7 +164,7 @@ def curves(runs: list[str] | None, tags: list[str] | None, smoothing: float | No
     weight = inputs.smoothing(smoothing, DEFAULT_SMOOTHING)
     axis = _x_axis(x_axis)
     log_y = LOG_ON in inputs.text_list(log_scale, "the value scale")
-    marked = inputs.optional_step(marked_step, "the marked step")
+    marked = inputs.step_number(marked_step, "the marked step")
     problems: dict[str, str] = {}
     graphs = []
     for tag in tags:

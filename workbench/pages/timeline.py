@@ -15,7 +15,7 @@ from plotly.graph_objects import Figure
 from viz.message import message_figure
 from viz.timeline import OP, chrome_trace, timeline_figure, timeline_summary
 from workbench import data
-from workbench.inputs import MAX_TEXT, BadInput, clipped
+from workbench.inputs import MAX_TEXT, step_number
 from workbench.pages.common import (
     answers,
     choose_run,
@@ -30,7 +30,6 @@ from workbench.pages.common import (
 PATH = "/timeline"
 NAME = "Timeline"
 GRAPH_PATH = "/graph"
-MAX_STEP = 2 ** 63 - 1             # SQLite's largest integer
 
 QUERY_STORE = "timeline-query-store"
 RUN_DROPDOWN = "timeline-run-dropdown"
@@ -70,19 +69,6 @@ def layout(run: str | None = None, step: str | None = None, **_query) -> html.Di
             config={"scrollZoom": True, "displaylogo": False,
                     "modeBarButtonsToRemove": ["lasso2d", "select2d"]})),
     ])
-
-
-def step_number(value: Any, what: str = "the step") -> int | None:
-    """A step from the address (text of digits) or the picker (an int); None when none."""
-    if value is None or value == "":
-        return None
-    if isinstance(value, str) and len(value) <= 20 and value.strip().isdigit():
-        value = int(value.strip())
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise BadInput(f"{what} must be a step number, got {clipped(value)}")
-    if not 0 <= value <= MAX_STEP:
-        raise BadInput(f"{what} must be a step number from 0, got {clipped(value)}")
-    return value
 
 
 def _query(query: Any) -> dict:
