@@ -15,7 +15,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from engine.record import store
-from engine.record.reader import RunReaderUsageError, RunStoreError, RunStoreKeyError
+from engine.record.reader import (
+    RunFolderReader,
+    RunReaderUsageError,
+    RunStoreError,
+    RunStoreKeyError,
+)
 from engine.record.schema import (
     DAMAGED,
     DATABASE_NAME,
@@ -40,7 +45,6 @@ from engine.record.schema import (
 )
 
 if TYPE_CHECKING:
-    from typing_extensions import Self
 
     from engine.record.event_decode import EncodedImage
 
@@ -118,7 +122,7 @@ class EventFileRun:
                                                            # plugin (pr_curves, hparams, ...)
 
 
-class EventFileReader:
+class EventFileReader(RunFolderReader):
     """Read-only view of one folder of event files, with RunReader's queries. Queries of
     what event files cannot hold (placements, plans, steps' op stats) answer empty."""
 
@@ -133,25 +137,6 @@ class EventFileReader:
             raise RunStoreError(f"{self._dir}: no TensorBoard event files (no file whose name "
                                 f"contains {EVENT_FILE_MARK!r})")
 
-    @property
-    def name(self) -> str:
-        return self._dir.name
-
-    @property
-    def path(self) -> str:
-        return str(self._dir)
-
-    def close(self) -> None:
-        self._closed = True
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-    def __repr__(self) -> str:
-        return f"EventFileReader({str(self._dir)!r})"
 
     # Run and summaries.
 

@@ -91,22 +91,12 @@ def _damage_is_a_store_error(query):
     return guarded
 
 
-class RunReader:
-    """Read-only view of one run folder. Cheap to create; safe to share between threads."""
+class RunFolderReader:
+    """What every reader of a run folder shares (RunReader, event_files.EventFileReader):
+    its name and path, close, and use as a context manager."""
 
-    def __init__(self, run_dir: str | os.PathLike) -> None:
-        self._dir = Path(run_dir)
-        self._db = self._dir / DATABASE_NAME
-        self._closed = False
-        try:
-            if not self._dir.is_dir():
-                raise RunStoreError(f"{self._dir}: not a run store (no such folder)")
-            if not self._db.is_file():
-                raise RunStoreError(f"{self._dir}: not a run store (no {DATABASE_NAME})")
-        except OSError as exc:     # e.g. PermissionError on a folder we may not enter
-            raise RunStoreError(f"{self._dir}: cannot read: {exc}") from exc
-        with self._connect() as conn:
-            _check_version(self._db, _read_meta(self._db, conn))
+    _dir: Path
+    _closed: bool
 
     @property
     def name(self) -> str:
@@ -126,7 +116,26 @@ class RunReader:
         self.close()
 
     def __repr__(self) -> str:
-        return f"RunReader({str(self._dir)!r})"
+        return f"{type(self).__name__}({str(self._dir)!r})"
+
+
+class RunReader(RunFolderReader):
+    """Read-only view of one run folder. Cheap to create; safe to share between threads."""
+
+    def __init__(self, run_dir: str | os.PathLike) -> None:
+        self._dir = Path(run_dir)
+        self._db = self._dir / DATABASE_NAME
+        self._closed = False
+        try:
+            if not self._dir.is_dir():
+                raise RunStoreError(f"{self._dir}: not a run store (no such folder)")
+            if not self._db.is_file():
+                raise RunStoreError(f"{self._dir}: not a run store (no {DATABASE_NAME})")
+        except OSError as exc:     # e.g. PermissionError on a folder we may not enter
+            raise RunStoreError(f"{self._dir}: cannot read: {exc}") from exc
+        with self._connect() as conn:
+            _check_version(self._db, _read_meta(self._db, conn))
+
 
     # Run and summaries.
 
