@@ -26,6 +26,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
+from bench_layout import best_time  # noqa: E402
 from bench_workbench_robust import Server  # noqa: E402  (workbench serve in a subprocess)
 
 from engine.record import RunWriter, list_runs  # noqa: E402
@@ -52,15 +53,6 @@ def write_run(logdir: Path, name: str, points: int, seed: int) -> None:
                 "INSERT INTO scalars (seq, wall_time, tag_id, step, value) VALUES (?,?,?,?,?)",
                 ((base + i, 1.7e9 + i, tag_id, i, float(values[i])) for i in range(1, points)))
     conn.close()
-
-
-def timed(fn, repeats: int = 3) -> float:
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return best
 
 
 def every_point_figures(logdir: Path) -> list:
@@ -96,7 +88,7 @@ def server_side(logdir: Path) -> tuple[float, float, int, int]:
         data.clear_cache()      # both sides read the store: the peer is cold too
         return [plotly.io.to_json(figure) for figure in every_point_figures(logdir)]
 
-    ours_s, peer_s = timed(ours), timed(peer)
+    ours_s, peer_s = best_time(ours, 3)[0], best_time(peer, 3)[0]
     our_bytes = sum(len(plotly.io.to_json(g.figure)) for g in ours())
     peer_bytes = sum(len(text) for text in peer())
     return ours_s, peer_s, our_bytes, peer_bytes
@@ -172,7 +164,8 @@ def listing(logdir: Path) -> tuple[float, float, float]:
     def table():
         data.clear_cache()
         return runs_page.runs_table(None)
-    return timed(lambda: list_runs(logdir)), timed(table), timed(floor)
+    return (best_time(lambda: list_runs(logdir), 3)[0], best_time(table, 3)[0],
+            best_time(floor, 3)[0])
 
 
 def main() -> None:

@@ -10,9 +10,9 @@ import argparse
 import dataclasses
 import json
 import random
-import time
 
 import plotly.io as pio
+from bench_layout import best_time  # bench/ is on sys.path when a script in it runs
 
 from engine.record.schema import CutEdgeRecord, OpStatRecord, TransferRecord
 from viz.timeline import StepTrace, chrome_trace, timeline_figure
@@ -56,15 +56,6 @@ def synthetic_step(count: int, seed: int = 0) -> StepTrace:
             clock[target] = max(clock[target], recv.end_us)
             device, k = target, k + 1
     return StepTrace("bench", 1, tuple(stats), tuple(transfers), tuple(edges), (), 1.7e9)
-
-
-def best_time(function, repeat: int) -> tuple[float, object]:
-    best, result = float("inf"), None
-    for _ in range(repeat):
-        start = time.perf_counter()
-        result = function()
-        best = min(best, time.perf_counter() - start)
-    return best, result
 
 
 def main() -> None:
