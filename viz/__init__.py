@@ -3,18 +3,15 @@ elements. Never imports dash or torch, so every picture can be tested without a 
 
 from viz.colors import device_color, device_label, legend_entries
 from viz.edges import cut_edges, graph_edges
-from viz.graph_figure import graph_figure
 from viz.inspector import node_details
 from viz.layout import assign_layers, layered_layout
 from viz.message import message_figure
 from viz.placement import filter_placement_rows, placement_log_text, placement_rows
 from viz.scalars import Curve, curves_figure, downsample, scalar_curve, scalars_figure, smooth
-from viz.scopes import GraphView, default_expansion, expand_level, scope_view
 
 __all__ = [
-    "Curve", "GraphView", "assign_layers", "curves_figure", "cut_edges", "default_expansion",
-    "device_color", "device_label", "downsample", "expand_level", "filter_placement_rows",
-    "graph_edges", "graph_figure", "layered_layout", "legend_entries", "message_figure",
-    "node_details", "placement_log_text", "placement_rows", "scalar_curve", "scalars_figure",
-    "scope_view", "smooth",
+    "Curve", "assign_layers", "curves_figure", "cut_edges", "device_color", "device_label",
+    "downsample", "filter_placement_rows", "graph_edges", "layered_layout", "legend_entries",
+    "message_figure", "node_details", "placement_log_text", "placement_rows", "scalar_curve",
+    "scalars_figure", "smooth",
 ]

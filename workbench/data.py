@@ -29,16 +29,13 @@ from engine.record.schema import (
 )
 from viz.hierarchy import Hierarchy, HierarchyView, build_hierarchy, hierarchy_view
 from viz.hierarchy import default_expansion as hierarchy_default_expansion
-from viz.layout import layered_layout
 from viz.scalars import Curve, scalar_curve
-from viz.scopes import GraphView, all_scopes, default_expansion, scope_view
 from viz.timeline import StepTrace
 from workbench.cache import SingleFlightCache, estimated_bytes
 
 CACHE_ENTRIES = 256
 CACHE_BYTES = 512 << 20        # a 1M-point scalar series is 16 MB; a large graph a few MB
 MAX_NAME_CHARS = 255           # the longest folder name common file systems allow
-Position = tuple[float, float]
 
 _logdir = Path("runs")
 _warm_log = logging.getLogger("workbench")
@@ -265,36 +262,10 @@ def _graph_key(name: str) -> tuple[GraphRecord, tuple]:
     return record, (str(run_path(name)), record.version)
 
 
-def scopes(name: str) -> frozenset[str]:
-    """Every name scope of the run's graph (cached per graph version)."""
-    record, key = _graph_key(name)
-    return _cache.get((*key, "scopes"), lambda: all_scopes(record))
-
-
-def default_expanded(name: str) -> frozenset[str]:
-    """The scopes opened when a graph is first shown (cached per graph version)."""
-    if graph(name) is None:
-        return frozenset()
-    record, key = _graph_key(name)
-    return _cache.get((*key, "default_expansion"), lambda: default_expansion(record))
-
-
 def last_traced_stats(name: str) -> list:
     """Per-op stats of the run's latest traced step ([] when no step was traced)."""
     step = _query(name, "last_traced_step")
     return [] if step is None else _query(name, "step_stats", step)
-
-
-def graph_view(name: str, expanded: frozenset[str]) -> tuple[GraphView, dict[str, Position]]:
-    """The visible graph for these expanded scopes and its layout. Only the graph's own
-    scopes count (the rest of what a client sends is dropped before it reaches a key), and
-    layouts are cached by (run path, graph version, scopes): a version never changes."""
-    record, key = _graph_key(name)
-    view = scope_view(record, placements(name, record.version),
-                      frozenset(expanded) & scopes(name))
-    positions = _cache.get((*key, view.expanded, "layout"), lambda: layered_layout(
-        [node.name for node in view.nodes], [(edge.src, edge.dst) for edge in view.edges]))
-    return view, positions
 
 
 def traced_steps(name: str) -> list[int]:

@@ -53,6 +53,15 @@ def test_boxes_leaves_and_edges(mlp):
     assert [item.label for item in legend] == ["CPU:0", "GPU:0", "GPU:1", CUT_LEGEND]
 
 
+def test_a_closed_scope_on_several_devices_names_the_one_most_members_use():
+    graph = GraphRecord(1, (make_node("s/a", "Const"), make_node("s/b", "Const"),
+                            make_node("s/c", "Add", ("s/a", "s/b"))))
+    placements = [placed(graph.nodes[0], GPU0), placed(graph.nodes[1], CPU0),
+                  placed(graph.nodes[2], GPU0)]
+    elements, _ = graph_elements(hierarchy_view(build_hierarchy(graph), []), graph, placements)
+    assert by_id(elements)["s"]["data"]["label"] == "s\n3 ops · GPU:0"
+
+
 def test_leaf_text_reads_on_its_fill():
     assert text_color("#fde725") == "#111111" and text_color("#440154") == "#ffffff"
 

@@ -7,7 +7,7 @@ import sys
 
 
 def test_viz_imports_neither_dash_nor_torch():
-    code = ("import sys, viz, viz.graph_figure, viz.scalars; "
+    code = ("import sys, viz, viz.graph_elements, viz.scalars; "
             "print(sorted(m for m in ('dash', 'torch') if m in sys.modules))")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             check=True)

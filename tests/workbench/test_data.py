@@ -47,20 +47,19 @@ def test_a_live_run_refreshes(empty_logdir):
         writer.close()
 
 
-def test_graph_view_layout_is_cached_per_scope_set(recorded):
-    view, positions = data.graph_view(recorded.run, frozenset())
-    again, same = data.graph_view(recorded.run, frozenset())
-    assert same is positions
-    assert {node.name for node in view.nodes} == {"x", "labels", "layer1", "layer2", "loss",
+def test_graph_view_is_cached_per_expansion(recorded):
+    closed = data.view(recorded.run, frozenset())
+    assert data.view(recorded.run, frozenset()) is closed
+    assert {node.id for node in closed.nodes} == {"x", "labels", "layer1", "layer2", "loss",
                                                    "gradients", "train"}
-    opened, other = data.graph_view(recorded.run, frozenset({"layer1"}))
-    assert other is not positions
-    assert "layer1/MatMul" in {node.name for node in opened.nodes}
-    assert again == view
+    opened = data.view(recorded.run, frozenset({"layer1"}))
+    assert opened is not closed
+    assert "layer1/MatMul" in {node.id for node in opened.nodes}
 
 
 def test_default_expansion_opens_the_small_graph_fully(recorded):
     graph = data.graph(recorded.run)
-    expanded = data.default_expanded(recorded.run)
-    view, _ = data.graph_view(recorded.run, expanded)
-    assert len(view.nodes) == len(graph.nodes)
+    drawn = data.view(recorded.run, data.hierarchy_default(recorded.run))
+    leaves = [node for node in drawn.nodes if not node.expanded]
+    assert sorted(leaf.members for leaf in leaves) == sorted(
+        (node.name,) for node in graph.nodes)          # one leaf per op: nothing left closed
