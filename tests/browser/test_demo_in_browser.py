@@ -1,6 +1,7 @@
 """The real thing end to end: `workbench demo` trains the MLP on the engine and records it;
 the workbench opens that run, draws its graph, shows a clicked node in the inspector with
-the device the placer chose, shows the soft fallback, and draws the loss curves."""
+the device the placer chose, shows the soft fallback, and draws the loss curves; and every
+page of the workbench shows the demo's data at 1280x800 without scrolling sideways."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import pytest
 from browser_helpers import click_node, open_page, wait_for_graph
 
 from engine.record import RunReader
-from workbench.app import create_app
+from workbench.app import PAGES, create_app
 from workbench.demo import run_demo
 
 DEMO_STEPS = 30
@@ -69,3 +70,36 @@ def test_demo_broken_run_alert_links_to_the_node_and_the_marked_loss(dash_duo, d
     dash_duo.wait_for_contains_text("#scalars-curves-div .annotation-text",
                                     f"step {alert.step}")
     assert dash_duo.get_logs() == []
+
+
+# What shows that a page has the demo's data (not a "nothing recorded" message). A page
+# added to the workbench without an entry here fails the test below.
+FILLED = {
+    "Runs": ".runs-table .run-row",
+    "Graph": "#graph-cytoscape",
+    "Placement": "#placement-nodes-table td",
+    "Scalars": "#scalars-curves-div .js-plotly-plot .scatterlayer .trace",
+    "Histograms": "#histograms-figures-div .js-plotly-plot .scatterlayer .trace",
+    "Images": "#images-picture-img",
+    "Timeline": "#timeline-bars-graph .barlayer .point",
+    "Alerts": ".alerts-table .alert-link",
+    "Compare": "#compare-diff-table-div table",
+}
+
+
+def test_the_demo_fills_every_page_at_1280x800(dash_duo, demo_logdir):
+    logdir, runs = demo_logdir
+    assert set(FILLED) == {page.NAME for page in PAGES}
+    dash_duo.start_server(create_app(logdir))
+    dash_duo.driver.set_window_size(1280, 800)
+    for page in PAGES:
+        query = "" if page.NAME in ("Runs", "Alerts", "Compare") else f"?run={runs[0]}"
+        open_page(dash_duo, page.PATH + query)
+        if page.NAME == "Graph":
+            wait_for_graph(dash_duo, at_least=5)
+        else:
+            dash_duo.wait_for_element(FILLED[page.NAME])
+        assert dash_duo.driver.execute_script(
+            "return document.documentElement.scrollWidth <= window.innerWidth"), (
+            f"the {page.NAME} page scrolls sideways at 1280x800")
+        assert dash_duo.get_logs() == [], f"console errors on the {page.NAME} page"
