@@ -4,7 +4,7 @@ tf.train, tf.errors, the dtypes). `engine/__init__.py` loads this module on firs
 
 from __future__ import annotations
 
-from engine import dtypes, errors, nn, summary, train  # noqa: F401  # noqa: E402,F401  (namespaces built on the ops above)
+from engine import dtypes, errors, nn, quantization, summary, train  # noqa: F401  # noqa: E402,F401  (namespaces built on the ops above)
 from engine.devices import DeviceSpec  # noqa: F401
 from engine.dtypes import (  # noqa: F401,A004
     DType,
@@ -23,8 +23,10 @@ from engine.dtypes import (  # noqa: F401,A004
     int32,
     int64,
     qint8,
+    qint16,
     qint32,
     quint8,
+    quint16,
     resource,
     string,
     uint8,
@@ -41,7 +43,7 @@ from engine.graph_def import (  # noqa: F401
     import_graph_def,
 )
 from engine.graph_io import *  # noqa: F401,F403
-from engine.ops import (  # noqa: F401
+from engine.ops import (  # noqa: F401  (raw_ops: tf.raw_ops, the quantized ops)
     array_ops,
     control_flow_ops,
     debug_ops,
@@ -49,7 +51,9 @@ from engine.ops import (  # noqa: F401
     init_ops,
     math_ops,
     nn_ops,
+    quantized_ops,
     random_ops,
+    raw_ops,
     state_ops,
     summary_ops,
     training_ops,
@@ -66,6 +70,7 @@ from engine.ops.debug_ops import *  # noqa: F401,F403
 from engine.ops.functional_ops import *  # noqa: F401,F403
 from engine.ops.init_ops import *  # noqa: F401,F403
 from engine.ops.math_ops import *  # noqa: F401,F403,A004
+from engine.ops.quantized_ops import *  # noqa: F401,F403
 from engine.ops.random_ops import *  # noqa: F401,F403
 from engine.ops.state_ops import *  # noqa: F401,F403
 from engine.ops.tensor_array_ops import *  # noqa: F401,F403

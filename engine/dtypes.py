@@ -1,6 +1,7 @@
 """Element types: the TF names (`float32`, `int32`, `float32_ref`, ...), their proto
 spellings (`DT_FLOAT`) and their torch / numpy counterparts. `string` has no torch
-counterpart: string values travel as numpy object arrays of bytes, in host memory."""
+counterpart: string values travel as numpy object arrays of bytes, in host memory.
+Quantized types (quint8, qint8, qint32, ...) travel as plain integer tensors, as in TF."""
 
 from __future__ import annotations
 
@@ -83,6 +84,10 @@ class DType:
 
     @property
     def as_numpy_dtype(self):
+        """TF's numpy type: quantized types are one-field structured dtypes
+        (`[('quint8', 'u1')]`); their values still travel as the plain integer array."""
+        if self.kind == "quantized":
+            return _STRUCTURED[self._base.name]
         return self.numpy_dtype
 
     def __repr__(self) -> str:
@@ -114,16 +119,21 @@ uint16 = _make("uint16", "DT_UINT16", torch.uint16, np.uint16, 2, "uint")
 uint32 = _make("uint32", "DT_UINT32", torch.uint32, np.uint32, 4, "uint")
 uint64 = _make("uint64", "DT_UINT64", torch.uint64, np.uint64, 8, "uint")
 bool = _make("bool", "DT_BOOL", torch.bool, np.bool_, 1, "bool")  # noqa: A001 - TF's name
-quint8 = _make("quint8", "DT_QUINT8", torch.quint8, None, 1, "quantized")
-qint8 = _make("qint8", "DT_QINT8", torch.qint8, None, 1, "quantized")
-qint32 = _make("qint32", "DT_QINT32", torch.qint32, None, 4, "quantized")
+# Quantized values are held as the plain integers TF stores (torch's affine quantized types
+# are refused by most torch ops); their float range travels as separate tensors.
+quint8 = _make("quint8", "DT_QUINT8", torch.uint8, np.uint8, 1, "quantized")
+qint8 = _make("qint8", "DT_QINT8", torch.int8, np.int8, 1, "quantized")
+quint16 = _make("quint16", "DT_QUINT16", torch.uint16, np.uint16, 2, "quantized")
+qint16 = _make("qint16", "DT_QINT16", torch.int16, np.int16, 2, "quantized")
+qint32 = _make("qint32", "DT_QINT32", torch.int32, np.int32, 4, "quantized")
 # Not in ALL: kernels registered "for every type" must not claim strings (no torch dtype).
 string = _make("string", "DT_STRING", None, np.object_, 0, "string")
 # A handle to a runtime resource (a TensorArray's storage): an opaque host-side object.
 resource = _make("resource", "DT_RESOURCE", None, None, 0, "resource")
 
 ALL = (float16, bfloat16, float32, float64, complex64, complex128, int8, int16, int32, int64,
-       uint8, uint16, uint32, uint64, bool, quint8, qint8, qint32)
+       uint8, uint16, uint32, uint64, bool, quint8, qint8, quint16, qint16, qint32)
+QUANTIZED = (qint8, quint8, qint16, quint16, qint32)
 FLOATS = (float16, bfloat16, float32, float64)
 NUMERIC = FLOATS + (complex64, complex128, int8, int16, int32, int64, uint8)
 REAL_NUMERIC = FLOATS + (int8, int16, int32, int64, uint8)
@@ -131,8 +141,13 @@ REAL_NUMERIC = FLOATS + (int8, int16, int32, int64, uint8)
 _BY_NAME = {d.name: d for d in ALL + (string, resource)}
 _BY_NAME.update({"half": float16, "float": float32, "double": float64})
 _BY_PROTO = {d.proto_name: d for d in ALL + (string, resource)}
-_BY_TORCH = {d.torch_dtype: d for d in ALL}
-_BY_NUMPY = {np.dtype(d.numpy_dtype): d for d in ALL + (string,) if d.numpy_dtype is not None}
+_STRUCTURED = {d.name: np.dtype([(d.name, d.numpy_dtype)]) for d in QUANTIZED}
+# A torch or numpy integer type names the plain integer type, never its quantized twin.
+_UNQUANTIZED = tuple(d for d in ALL if d.kind != "quantized")
+_BY_TORCH = {d.torch_dtype: d for d in _UNQUANTIZED}
+_BY_NUMPY = {np.dtype(d.numpy_dtype): d for d in _UNQUANTIZED + (string,)
+             if d.numpy_dtype is not None}
+_BY_NUMPY.update({_STRUCTURED[d.name]: d for d in QUANTIZED})
 
 
 def as_dtype(value) -> DType:

@@ -285,6 +285,38 @@ SIGNATURES = {
     "VariableV2": "-> ref | shape:shape, dtype:type, container=string, shared_name=string",
     "Where": "input -> index | T=type",
     "ZerosLike": "x -> y | T:type",
+    # Quantized ops (TF 2.21's OpDefs): values, then their float min and max scalars.
+    "Dequantize": ("input, min_range, max_range -> output | T:type, mode=string, "
+                   "narrow_range=bool, axis=int, dtype=type"),
+    "QuantizeDownAndShrinkRange": ("input, input_min, input_max -> output, output_min, "
+                                   "output_max | Tinput:type, out_type:type"),
+    "QuantizeV2": ("input, min_range, max_range -> output, output_min, output_max | T:type, "
+                   "mode=string, round_mode=string, narrow_range=bool, axis=int, "
+                   "ensure_minimum_range=float"),
+    "QuantizedAvgPool": ("input, min_input, max_input -> output, min_output, "
+                         "max_output | T:type, ksize:list(int), strides:list(int), padding:string"),
+    "QuantizedBiasAdd": ("input, bias, min_input, max_input, min_bias, max_bias -> output, "
+                         "min_out, max_out | T1:type, T2:type, out_type:type"),
+    "QuantizedConcat": ("concat_dim, values*N, input_mins*N, input_maxes*N -> output, "
+                        "output_min, output_max | N:int>=2, T:type"),
+    "QuantizedConv2D": ("input, filter, min_input, max_input, min_filter, max_filter -> output, "
+                        "min_output, max_output | Tinput:type, Tfilter:type, out_type=type, "
+                        "strides:list(int), padding:string, dilations=list(int)"),
+    "QuantizedMatMul": ("a, b, min_a, max_a, min_b, max_b -> out, min_out, max_out | T1:type, "
+                        "T2:type, Toutput=type, transpose_a=bool, transpose_b=bool, "
+                        "Tactivation=type"),
+    "QuantizedMaxPool": ("input, min_input, max_input -> output, min_output, "
+                         "max_output | T:type, ksize:list(int), strides:list(int), padding:string"),
+    "QuantizedRelu": ("features, min_features, max_features -> activations, min_activations, "
+                      "max_activations | Tinput:type, out_type=type"),
+    "QuantizedRelu6": ("features, min_features, max_features -> activations, min_activations, "
+                       "max_activations | Tinput:type, out_type=type"),
+    "QuantizedReshape": ("tensor, shape, input_min, input_max -> output, output_min, "
+                         "output_max | T:type, Tshape=type"),
+    "RequantizationRange": "input, input_min, input_max -> output_min, output_max | Tinput:type",
+    "Requantize": ("input, input_min, input_max, requested_output_min, "
+                   "requested_output_max -> output, output_min, output_max | Tinput:type, "
+                   "out_type:type"),
     # The runtime's own ops, which only partitions hold (a plan's JSON form, not graph files;
     # TF 2.21's OpDefs).
     "_Arg": "-> output | T:type, index:int>=0",

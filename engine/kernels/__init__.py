@@ -7,6 +7,7 @@ from engine.kernels import (  # noqa: F401
     debug,
     math,
     nn,
+    quantized,
     random,
     state,
     summary,

@@ -8,7 +8,14 @@ import numpy as np
 import torch
 
 from engine import dtypes, errors
-from engine.kernels.registry import ALL_TYPES, GPU_REAL, INDEX_TYPES, Constant, kernel
+from engine.kernels.registry import (
+    ALL_TYPES,
+    GPU_REAL,
+    INDEX_TYPES,
+    WITH_QUANTIZED,
+    Constant,
+    kernel,
+)
 
 _ANY = {}
 
@@ -58,7 +65,7 @@ class IntList:
         return values
 
 
-@kernel("Const", CPU={"dtype": ALL_TYPES + (dtypes.string,)}, GPU={"dtype": ALL_TYPES})
+@kernel("Const", CPU={"dtype": WITH_QUANTIZED + (dtypes.string,)}, GPU={"dtype": WITH_QUANTIZED})
 def const(node, ctx):
     array = np.array(node.attr["value"], copy=True)
     if node.attr["dtype"] is dtypes.string:   # strings stay numpy object arrays of bytes
@@ -90,8 +97,8 @@ def identity(node, ctx):
     return _identity
 
 
-@kernel("Reshape", CPU={"T": ALL_TYPES, "Tshape": INDEX_TYPES},
-        GPU={"T": ALL_TYPES, "Tshape": INDEX_TYPES}, host_memory=("shape",))
+@kernel("Reshape", CPU={"T": WITH_QUANTIZED, "Tshape": INDEX_TYPES},
+        GPU={"T": WITH_QUANTIZED, "Tshape": INDEX_TYPES}, host_memory=("shape",))
 def reshape(node, ctx):
     values = IntList()
 

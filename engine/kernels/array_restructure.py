@@ -10,7 +10,14 @@ import torch.nn.functional as F  # noqa: N812 - torch's convention
 
 from engine import errors
 from engine.kernels.array import ShapeTensors, host_tensor
-from engine.kernels.registry import ALL_TYPES, CPU_NUMERIC, GPU_REAL, INDEX_TYPES, kernel
+from engine.kernels.registry import (
+    ALL_TYPES,
+    CPU_NUMERIC,
+    GPU_REAL,
+    INDEX_TYPES,
+    WITH_QUANTIZED,
+    kernel,
+)
 from engine.ops.array_shapes import check_reverse_message
 
 # -- shared helpers for the array kernels ----------------------------------------------------
@@ -64,8 +71,8 @@ def _check_concat_shapes(node, values, axis: int) -> None:
                                     f"{shape_str(v.shape)}")
 
 
-@kernel("ConcatV2", CPU={"T": ALL_TYPES, "Tidx": INDEX_TYPES},
-        GPU={"T": ALL_TYPES, "Tidx": INDEX_TYPES}, host_memory=("axis",))
+@kernel("ConcatV2", CPU={"T": WITH_QUANTIZED, "Tidx": INDEX_TYPES},
+        GPU={"T": WITH_QUANTIZED, "Tidx": INDEX_TYPES}, host_memory=("axis",))
 def concat(node, ctx):
     device = ctx.torch_device
 

@@ -105,7 +105,11 @@ def kernels_for(op_type: str) -> list[KernelDef]:
 
 
 # dtype families used by the kernel modules.
-ALL_TYPES = tuple(d for d in dtypes.ALL if d.numpy_dtype is not None)
+# Quantized types are held as plain integers but only the kernels that move values without
+# reading them (TF's TF_CALL_QUANTIZED_TYPES registrations) claim them: WITH_QUANTIZED.
+ALL_TYPES = tuple(d for d in dtypes.ALL if d.numpy_dtype is not None and not d.is_quantized)
+QUANTIZED_TYPES = dtypes.QUANTIZED
+WITH_QUANTIZED = ALL_TYPES + QUANTIZED_TYPES
 CPU_REAL = dtypes.REAL_NUMERIC
 CPU_NUMERIC = dtypes.NUMERIC
 CPU_FLOAT = dtypes.FLOATS

@@ -10,7 +10,14 @@ import threading
 import torch
 
 from engine import errors
-from engine.kernels.registry import ALL_TYPES, CPU_REAL, GPU_FLOAT, GPU_VARIABLE, Constant, kernel
+from engine.kernels.registry import (
+    CPU_REAL,
+    GPU_FLOAT,
+    GPU_VARIABLE,
+    WITH_QUANTIZED,
+    Constant,
+    kernel,
+)
 
 
 class VariableSlot:
@@ -93,7 +100,7 @@ class VariableStore:
         self._slots.clear()
 
 
-@kernel("VariableV2", CPU={"dtype": ALL_TYPES}, GPU={"dtype": GPU_VARIABLE})
+@kernel("VariableV2", CPU={"dtype": WITH_QUANTIZED}, GPU={"dtype": GPU_VARIABLE})
 def variable(node, ctx):
     return Constant(ctx.variables.slot(node.name, ctx.device.name, node.attr["dtype"],
                                        node.attr["shape"]))
@@ -115,7 +122,7 @@ def _check_same_size(node, buffer: torch.Tensor, update: torch.Tensor) -> None:
                         f"{list(buffer.shape)}, update {list(update.shape)}")
 
 
-@kernel("Assign", CPU={"T": ALL_TYPES}, GPU={"T": GPU_VARIABLE})
+@kernel("Assign", CPU={"T": WITH_QUANTIZED}, GPU={"T": GPU_VARIABLE})
 def assign(node, ctx):
     validate = node.attr.get("validate_shape", True)
 

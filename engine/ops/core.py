@@ -54,7 +54,8 @@ def _numpy_value(value, dtype: dtypes.DType | None) -> np.ndarray:
         if dtype.numpy_dtype is None:
             raise TypeError(f"Cannot make a constant of dtype {dtype.name}")
         array = np.asarray(value)
-        if dtype.is_integer and array.dtype.kind == "f" and array.size:  # np.asarray([]) is float64
+        whole = dtype.is_integer or dtype.is_quantized
+        if whole and array.dtype.kind == "f" and array.size:  # np.asarray([]) is float64
             raise TypeError(f"Expected {dtype.name}, got {value!r} of type "
                             f"'{type(value).__name__}' instead.")
         return np.asarray(value, dtype=dtype.numpy_dtype)
@@ -91,7 +92,8 @@ def make_constant(value, dtype=None, shape=None, name: str = "Const",
             raise TypeError(f"Expected Tensor's shape: {tuple(shape)}, got {array.shape}.")
         else:
             array = array.reshape(shape)
-    out_dtype = dtypes.as_dtype(array.dtype)
+    # A quantized constant holds its plain integers; numpy cannot name the quantized type.
+    out_dtype = dtype if dtype is not None and dtype.is_quantized else dtypes.as_dtype(array.dtype)
     op = graph.create_op("Const", [], {"value": array, "dtype": out_dtype}, name=name)
     return op.outputs[0]
 
@@ -133,8 +135,10 @@ def constant_value(tensor: Tensor) -> np.ndarray | None:
 
 
 def same_dtype_inputs(op: Operation, arg_names=("x", "y")) -> dtypes.DType:
-    """TF's build-time check that all inputs share one dtype (attr T)."""
+    """TF's build-time check that all inputs share one dtype (attr T); arithmetic never takes
+    a quantized type (its Quantized* twin does)."""
     first = op.inputs[0].dtype.base_dtype
+    refuse_quantized(op, first, arg_names[0])
     for i, t in enumerate(op.inputs[1:], start=1):
         if t.dtype.base_dtype is not first:
             raise TypeError(f"Input '{arg_names[i] if i < len(arg_names) else i}' of "
@@ -153,3 +157,16 @@ def check_dtype_allowed(op: Operation, dtype: dtypes.DType, allowed, arg: str = 
         names = ", ".join(d.name for d in allowed)
         raise TypeError(f"Value passed to parameter '{arg}' of op '{op.type}' ('{op.name}') has "
                         f"DataType {dtype.base_dtype.name} not in list of allowed values: {names}")
+
+
+# TF's list for arithmetic ops (Add, MatMul, Relu, ...): every real and complex type.
+ARITHMETIC_TYPES = (dtypes.bfloat16, dtypes.float16, dtypes.float32, dtypes.float64, dtypes.uint8,
+                    dtypes.uint16, dtypes.uint32, dtypes.uint64, dtypes.int8, dtypes.int16,
+                    dtypes.int32, dtypes.int64, dtypes.complex64, dtypes.complex128)
+
+
+def refuse_quantized(op: Operation, dtype: dtypes.DType, arg: str = "x") -> None:
+    """Quantized values are plain integers underneath; an op that would do arithmetic on them
+    refuses them at build time, as TF does."""
+    if dtype.base_dtype.is_quantized:
+        check_dtype_allowed(op, dtype, ARITHMETIC_TYPES, arg=arg)

@@ -16,6 +16,7 @@ from engine.ops.core import (
     graph_of,
     make_constant,
     op_scope,
+    refuse_quantized,
     same_dtype_inputs,
     shape_error,
 )
@@ -127,6 +128,7 @@ def _compare_infer(op):
 
 
 def _unary_infer(op):
+    refuse_quantized(op, op.inputs[0].dtype)
     return [(op.inputs[0].dtype.base_dtype, op.inputs[0].shape)]
 
 

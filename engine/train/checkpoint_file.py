@@ -44,6 +44,12 @@ _STORAGE = {
     dtypes.uint32: ("uint32", "U32", np.uint32),
     dtypes.uint64: ("uint64", "U64", np.uint64),
     dtypes.bool: ("bool", "BOOL", np.bool_),
+    # Quantized values are their plain integers; the index keeps the quantized name.
+    dtypes.quint8: ("uint8", "U8", np.uint8),
+    dtypes.qint8: ("int8", "I8", np.int8),
+    dtypes.quint16: ("uint16", "U16", np.uint16),
+    dtypes.qint16: ("int16", "I16", np.int16),
+    dtypes.qint32: ("int32", "I32", np.int32),
 }
 _STORED_BY_NAME = {d.name: d for d in _STORAGE}
 

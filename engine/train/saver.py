@@ -92,7 +92,7 @@ def _saveables(var_list) -> list[_Saveable]:
     for s in found:
         if not checkpoint_file.can_store(s.dtype):
             raise TypeError(f"Variable '{s.name}' has dtype {s.dtype.name}, which checkpoints "
-                            "cannot hold (quantized types are not saveable yet).")
+                            "cannot hold (strings and resources are not saveable).")
     return sorted(found, key=lambda s: s.name)
 
 

@@ -316,7 +316,7 @@ T = "g.json: node 1 ('w'), field 'attr'['value']['tensor']"
     (lambda d: _tensor(d).update(dtype="string", values=["a", "b", 3, "c"]),
      f"{T}['values'][2]: a string element is text or {{\"base64\": ...}}, got 3"),
     (lambda d: _tensor(d).update(dtype="qint8"),
-     f"{T}['dtype']: dtype qint8 has no numpy form to hold constant values"),
+     f"{T}['values'][0]: holds 1.0, not an integer (dtype qint8)"),
     (lambda d: _tensor(d).update(array="t0", values=None),
      f"{T}: a tensor has 'values' or 'array', not both"),
 ])

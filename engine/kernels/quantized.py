@@ -1,0 +1,581 @@
+"""Integer kernels for the quantized ops, following TF's quantization_utils.h: the scalar
+helpers in double precision as TF's are, the tensor conversions in float32 as TF's Eigen
+macros are, and products as exact int8 x int8 -> int32 matmuls (int8_matmul)."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import torch
+
+from engine import dtypes, errors
+from engine.kernels.registry import kernel
+from engine.ops import windows
+
+F32 = np.float32
+LIMITS = {dtypes.quint8: (0, 255), dtypes.qint8: (-128, 127), dtypes.quint16: (0, 65535),
+          dtypes.qint16: (-32768, 32767), dtypes.qint32: (-(1 << 31), (1 << 31) - 1)}
+Q8 = (dtypes.quint8, dtypes.qint8)
+Q32 = (dtypes.qint32,)
+ALL_Q = dtypes.QUANTIZED
+# torch._int_mm's shape limits off the CPU (the CPU kernel takes any shape).
+_MM_MIN_ROWS, _MM_MULTIPLE = 17, 8
+
+
+def invalid(node, message: str) -> errors.InvalidArgumentError:
+    return errors.InvalidArgumentError(node, None, message)
+
+
+# -- scalar helpers (TF: FloatToQuantizedUnclamped, QuantizedToFloat, ...) -----------------
+
+def round_away(value: float) -> float:
+    """std::round: halves away from zero (Python's round goes to even)."""
+    return float(np.sign(value) * np.floor(abs(value) + 0.5)) if value == value else value
+
+
+def _steps(dtype: dtypes.DType) -> int:
+    return 1 << (dtype.size * 8)
+
+
+def float_to_quantized_unclamped(value: float, lo: float, hi: float, dtype) -> int:
+    lowest = LIMITS[dtype][0]
+    if lo == hi:
+        return lowest
+    steps = _steps(dtype)
+    scale = steps / (float(F32(hi) - F32(lo)) * (steps / (steps - 1.0)))
+    return int(round_away(value * scale) - round_away(lo * scale) + lowest)
+
+
+def float_to_quantized(value: float, lo: float, hi: float, dtype) -> int:
+    low, high = LIMITS[dtype]
+    return min(max(float_to_quantized_unclamped(value, lo, hi, dtype), low), high)
+
+
+def quantized_to_float(value: int, lo: float, hi: float, dtype) -> float:
+    if lo == hi:
+        return lo
+    steps = _steps(dtype)
+    scale = float(F32(hi) - F32(lo)) * (steps / (steps - 1.0)) / steps
+    scale32 = F32(scale)
+    min_rounded = float(F32(round_away(float(F32(lo) / scale32))) * scale32)
+    return float(F32(min_rounded + (value - LIMITS[dtype][0]) * scale))
+
+
+def product_range(a_range, b_range, ta, tb, tout) -> tuple[float, float]:
+    """QuantizationRangeForMultiplication: one quantum of a times one of b, scaled to tout."""
+    def level(lo, hi, dtype):
+        low, high = LIMITS[dtype]
+        return F32(F32(hi) - F32(lo)) / F32(high - low)
+    quantum = level(*a_range, ta) * level(*b_range, tb)
+    low, high = LIMITS[tout]
+    return float(quantum * F32(low)), float(quantum * F32(high))
+
+
+# -- tensor conversions (TF: QUANTIZE_WITH_EIGEN, DEQUANTIZE_WITH_EIGEN) -----------------
+
+def round_half_away(x: torch.Tensor) -> torch.Tensor:
+    """Eigen's round() on float32: torch.round breaks ties to even, TF away from zero."""
+    rounded = torch.round(x)
+    tie = (x - torch.trunc(x)).abs() == 0.5
+    return torch.where(tie, torch.trunc(x) + torch.sign(x), rounded)
+
+
+def to_integers(x: torch.Tensor, dtype: dtypes.DType) -> torch.Tensor:
+    """A float32 -> int32 cast as x86 does it (out of range gives INT_MIN), then to dtype."""
+    wide = x.to(torch.float64)
+    bad = (wide >= 2.0 ** 31) | (wide < -(2.0 ** 31)) | torch.isnan(wide)
+    ints = torch.where(bad, torch.full_like(wide, -(2.0 ** 31)), torch.trunc(wide))
+    return ints.to(torch.int64).to(dtype.torch_dtype)
+
+
+def _scalar(value: float, device) -> torch.Tensor:
+    return torch.tensor(value, dtype=torch.float32, device=device)
+
+
+def quantize_eigen(x: torch.Tensor, lo: float, hi: float, dtype) -> torch.Tensor:
+    """FloatToQuantizedStruct + QUANTIZE_WITH_EIGEN, in float32."""
+    steps = _steps(dtype)
+    low, high = LIMITS[dtype]
+    scale = F32(0.0) if lo == hi else F32((steps - 1.0) / F32(F32(hi) - F32(lo)))
+    min_scaled = F32(round_away(float(F32(lo) * scale)))
+    lower, upper = max(F32(low), F32(-2.147483648e09)), min(F32(high), F32(2.147483520e09))
+    q = round_half_away(x.to(torch.float32) * _scalar(scale, x.device)) - \
+        _scalar(F32(min_scaled - F32(low)), x.device)
+    return to_integers(q.clamp(float(lower), float(upper)), dtype)
+
+
+def dequantize_eigen(q: torch.Tensor, lo: float, hi: float, dtype) -> torch.Tensor:
+    """QuantizedToFloatStruct + DEQUANTIZE_WITH_EIGEN, in float32."""
+    steps = _steps(dtype)
+    low = F32(LIMITS[dtype][0])
+    scale = F32(F32(F32(hi) - F32(lo)) / (steps - 1.0))
+    min_rounded = F32(lo) if lo == hi else F32(F32(round_away(float(F32(lo) / scale))) * scale)
+    base = F32(min_rounded - F32(low * scale))
+    return _scalar(base, q.device) + q.to(torch.float32) * _scalar(scale, q.device)
+
+
+def requantize_eigen(q, in_range, out_range, tin, tout) -> torch.Tensor:
+    return quantize_eigen(dequantize_eigen(q, *in_range, tin), *out_range, tout)
+
+
+def requantize_32_to_8(q: torch.Tensor, in_range, out_range) -> torch.Tensor:
+    """TF's fixed-point qint32 -> quint8 path (RequantizeManyInNewRangeUsingEigen)."""
+    shift = 16
+    (lo_in, hi_in), (lo_out, hi_out) = in_range, out_range
+    in_span, out_span = F32(F32(hi_in) - F32(lo_in)), F32(F32(hi_out) - F32(lo_out))
+    recip = F32(0.0) if out_span == 0 else F32(255.0 / out_span)
+    rezero = F32((F32(lo_in) + F32(hi_in)) / 2.0)
+    scale_fp = 0 if out_span == 0 else int(255.0 * (1 << shift) * float(in_span) /
+                                           float(out_span))
+    in_offset_fp = int(float(rezero) * float(recip) * (1 << shift))
+    out_offset_fp = 0 if out_span == 0 else _lround((1 << shift) * (float(lo_out) * 255.0) /
+                                                    float(out_span))
+    wide = q.to(torch.int64) * scale_fp
+    fp = (wide >> 32) + (in_offset_fp - out_offset_fp + (1 << (shift - 1)))
+    return (fp >> shift).clamp(0, 255).to(torch.uint8)
+
+
+def _lround(value: float) -> int:
+    return int(round_away(value))
+
+
+def requantize(q, in_range, out_range, tin, tout) -> torch.Tensor:
+    if tin is dtypes.qint32 and tout is dtypes.quint8:
+        return requantize_32_to_8(q, in_range, out_range)
+    return requantize_eigen(q, in_range, out_range, tin, tout)
+
+
+# -- integer products ------------------------------------------------------------------
+
+def _centered(x: torch.Tensor, offset: int):
+    """(x8, c) with x - offset == x8 + c and x8 int8, for quint8 or qint8 x."""
+    if x.dtype == torch.uint8:
+        return (x.to(torch.int16) - 128).to(torch.int8), 128 - offset
+    return x, -offset
+
+
+# Products of int8 values are below 2^14, so a float32 GEMM over at most 1024 of them sums
+# integers below 2^24, every one of which float32 holds exactly: the result is exact.
+EXACT_FLOAT_K = 1024
+# "auto" picks, once per process, the faster of the two exact CPU products (torch._int_mm
+# is a scalar loop on CPUs without VNNI, 100x slower than float32 GEMM on AVX2 machines).
+CPU_INT8_BACKEND = "auto"
+_chosen: list[str] = []
+
+
+def exact_float_matmul(a8: torch.Tensor, b8: torch.Tensor) -> torch.Tensor:
+    """The exact int8 product on the CPU's float32 GEMM, in blocks of EXACT_FLOAT_K along
+    k, summed in int32."""
+    out = None
+    for start in range(0, a8.shape[1], EXACT_FLOAT_K):
+        stop = start + EXACT_FLOAT_K
+        part = torch.mm(a8[:, start:stop].to(torch.float32),
+                        b8[start:stop].to(torch.float32)).to(torch.int32)
+        out = part if out is None else out + part
+    return out
+
+
+def cpu_int8_backend() -> str:
+    if CPU_INT8_BACKEND != "auto":
+        return CPU_INT8_BACKEND
+    if not _chosen:
+        a = torch.ones((64, 256), dtype=torch.int8)
+        b = torch.ones((256, 256), dtype=torch.int8)
+        times = {}
+        for name, fn in (("int_mm", torch._int_mm), ("exact_float", exact_float_matmul)):
+            fn(a, b)
+            start = time.perf_counter()
+            fn(a, b)
+            times[name] = time.perf_counter() - start
+        _chosen.append(min(times, key=times.get))
+    return _chosen[0]
+
+
+def int8_matmul(a8: torch.Tensor, b8: torch.Tensor, pad: bool | None = None,
+                backend: str | None = None) -> torch.Tensor:
+    """int8 x int8 -> int32 product, exact. On CUDA torch._int_mm, which wants more than 16
+    rows and k, n multiples of 8: zero rows and columns pad other shapes. On the CPU the
+    faster exact backend (cpu_int8_backend)."""
+    m, k = a8.shape
+    n = b8.shape[1]
+    if m == 0 or n == 0 or k == 0:
+        return torch.zeros((m, n), dtype=torch.int32, device=a8.device)
+    if not (a8.device.type != "cpu" if pad is None else pad):
+        if (backend or cpu_int8_backend()) == "exact_float":
+            return exact_float_matmul(a8, b8)
+        return torch._int_mm(a8.contiguous(), b8.contiguous())
+    rows = max(m, _MM_MIN_ROWS)
+    inner = -(-max(k, 16) // _MM_MULTIPLE) * _MM_MULTIPLE
+    cols = -(-n // _MM_MULTIPLE) * _MM_MULTIPLE
+    a_pad = torch.zeros((rows, inner), dtype=torch.int8, device=a8.device)
+    b_pad = torch.zeros((inner, cols), dtype=torch.int8, device=a8.device)
+    a_pad[:m, :k] = a8
+    b_pad[:k, :n] = b8
+    return torch._int_mm(a_pad, b_pad)[:m, :n]
+
+
+def offset_matmul(a: torch.Tensor, b: torch.Tensor, offset_a: int, offset_b: int) -> torch.Tensor:
+    """sum_k (a - offset_a)(b - offset_b) in int32, as TF's gemmlowp call computes it: one
+    int8 matmul plus the row/column-sum corrections of the two offsets."""
+    a8, ca = _centered(a, offset_a)
+    b8, cb = _centered(b, offset_b)
+    k = a8.shape[1]
+    out = int8_matmul(a8, b8)
+    if ca:
+        out = out + ca * b8.to(torch.int32).sum(0, keepdim=True, dtype=torch.int32)
+    if cb:
+        out = out + cb * a8.to(torch.int32).sum(1, keepdim=True, dtype=torch.int32)
+    if ca and cb:
+        out = out + ca * cb * k
+    return out.to(torch.int32)
+
+
+# -- kernels ---------------------------------------------------------------------------
+
+def _range(t) -> float:
+    return float(t.reshape(-1)[0]) if t.numel() else 0.0
+
+
+def _outputs(values: torch.Tensor, lo: float, hi: float):
+    return values, _scalar(lo, values.device), _scalar(hi, values.device)
+
+
+def adjusted_range(node, lo: float, hi: float) -> tuple[float, float]:
+    """QuantizeV2's range: it always holds zero and spans at least ensure_minimum_range."""
+    if hi < lo:
+        raise invalid(node, "input_max_range must be larger than input_min_range.")
+    min_range = min(0.0, float(F32(lo)))
+    epsilon = F32(max(1.0, max(abs(F32(lo)), abs(F32(hi)))) *
+                  F32(node.attr.get("ensure_minimum_range", 0.01)))
+    max_range = max(0.0, max(float(F32(hi)), float(F32(min_range) + epsilon)))
+    return float(F32(min_range)), float(F32(max_range))
+
+
+def _quantize_min_combined(x, lo, hi, dtype):
+    low, high = LIMITS[dtype]
+    scale = F32((float(high) - float(low)) / F32(F32(hi) - F32(lo)))
+    shifted = (x.clamp(lo, hi) - _scalar(lo, x.device)) * _scalar(scale, x.device)
+    if low < 0:
+        half = F32((high - low + 1) / 2.0)
+        return to_integers(round_half_away(shifted - _scalar(half, x.device)), dtype)
+    return to_integers(shifted + _scalar(0.5, x.device), dtype)
+
+
+def _scaled_factor(node, lo: float, hi: float, dtype) -> tuple[F32, int, int]:
+    low, high = LIMITS[dtype]
+    low += 1 if node.attr.get("narrow_range") else 0
+    biggest = F32(np.finfo(np.float32).max)
+    from_min = F32(F32(low) / F32(lo)) if F32(low) * F32(lo) > 0 else biggest
+    from_max = F32(F32(high) / F32(hi)) if F32(high) * F32(hi) > 0 else biggest
+    return min(from_min, from_max), low, high
+
+
+def _quantize_scaled(node, x, lo, hi, dtype):
+    scale, low, high = _scaled_factor(node, lo, hi, dtype)
+    lo, hi = float(F32(F32(low) / scale)), float(F32(F32(high) / scale))
+    scaled = x.clamp(lo, hi) * _scalar(scale, x.device)
+    if node.attr.get("round_mode") == "HALF_TO_EVEN":
+        return to_integers(torch.round(scaled), dtype), lo, hi
+    return to_integers(round_half_away(scaled), dtype), lo, hi
+
+
+@kernel("QuantizeV2", CPU={"T": ALL_Q}, GPU={"T": ALL_Q},
+        host_memory=("min_range", "max_range", "output_min", "output_max"))
+def quantize_v2(node, ctx):
+    dtype, mode = node.attr["T"], node.attr["mode"]
+    if node.attr["round_mode"] == "HALF_TO_EVEN" and mode != "SCALED":
+        raise invalid(node, f"Round mode 'HALF_TO_EVEN' only supported for mode 'SCALED', "
+                            f"but mode is '{mode}'.")
+
+    def run(x, min_range, max_range):
+        lo, hi = adjusted_range(node, _range(min_range), _range(max_range))
+        x = x.to(torch.float32)
+        if mode == "MIN_COMBINED":
+            return _outputs(_quantize_min_combined(x, lo, hi, dtype), lo, hi)
+        if mode == "MIN_FIRST":
+            return _outputs(quantize_eigen(x, lo, hi, dtype), lo, hi)
+        return _outputs(*_quantize_scaled(node, x, lo, hi, dtype))
+    return run
+
+
+@kernel("Dequantize", CPU={"T": ALL_Q}, GPU={"T": ALL_Q},
+        host_memory=("min_range", "max_range"))
+def dequantize(node, ctx):
+    dtype, mode, out = node.attr["T"], node.attr["mode"], node.attr["dtype"]
+    low, high = LIMITS[dtype]
+
+    def run(q, min_range, max_range):
+        lo, hi = _range(min_range), _range(max_range)
+        if mode == "MIN_COMBINED":
+            scale = F32(F32(F32(hi) - F32(lo)) / (F32(high) - F32(low)))
+            half = F32((high - low + 1) / 2.0) if low < 0 else F32(0.0)
+            value = (q.to(torch.float32) + _scalar(half, q.device)) * _scalar(scale, q.device) \
+                + _scalar(lo, q.device)
+        elif mode == "MIN_FIRST":
+            value = dequantize_eigen(q, lo, hi, dtype)
+        else:
+            narrow_low = low + (1 if node.attr.get("narrow_range") else 0)
+            scale = F32(F32(hi) / F32(high)) if low == 0 else \
+                max(F32(F32(lo) / F32(narrow_low)), F32(F32(hi) / F32(high)))
+            value = q.to(torch.float32) * _scalar(scale, q.device)
+        return value.to(out.torch_dtype)
+    return run
+
+
+@kernel("QuantizedMatMul", CPU={"T1": Q8, "T2": Q8, "Toutput": Q32},
+        GPU={"T1": Q8, "T2": Q8, "Toutput": Q32},
+        host_memory=("min_a", "max_a", "min_b", "max_b", "min_out", "max_out"))
+def quantized_mat_mul(node, ctx):
+    ta, tb = node.attr["T1"], node.attr["T2"]
+    trans_a, trans_b = node.attr["transpose_a"], node.attr["transpose_b"]
+
+    def run(a, b, min_a, max_a, min_b, max_b):
+        ra, rb = (_range(min_a), _range(max_a)), (_range(min_b), _range(max_b))
+        a = a.t() if trans_a else a
+        b = b.t() if trans_b else b
+        if a.shape[1] != b.shape[0]:
+            raise invalid(node, f"Matrix size-incompatible: In[0]: {list(a.shape)}, In[1]: "
+                                f"{list(b.shape)}")
+        offset_a = float_to_quantized_unclamped(0.0, *ra, ta)
+        offset_b = float_to_quantized_unclamped(0.0, *rb, tb)
+        return _outputs(offset_matmul(a, b, offset_a, offset_b),
+                        *product_range(ra, rb, ta, tb, dtypes.qint32))
+    return run
+
+
+@kernel("Requantize", CPU={"Tinput": Q32, "out_type": Q8}, GPU={"Tinput": Q32, "out_type": Q8},
+        host_memory=("input_min", "input_max", "requested_output_min",
+                     "requested_output_max", "output_min", "output_max"))
+def requantize_kernel(node, ctx):
+    tin, tout = node.attr["Tinput"], node.attr["out_type"]
+
+    def run(q, in_min, in_max, out_min, out_max):
+        lo, hi = _range(out_min), _range(out_max)
+        if lo > 0.0 or hi < 0.0:
+            raise invalid(node, f"requested_output_min must be <= 0 and requested_output_max "
+                                f"must be >= 0; got [{lo}, {hi}]")
+        values = requantize(q, (_range(in_min), _range(in_max)), (lo, hi), tin, tout)
+        return _outputs(values, lo, hi)
+    return run
+
+
+def used_range(q: torch.Tensor, lo: float, hi: float, dtype) -> tuple[float, float]:
+    """The float range the values actually use, its minimum clamped to at most zero."""
+    low, high = LIMITS[dtype]
+    smallest = int(q.min()) if q.numel() else high
+    largest = int(q.max()) if q.numel() else low
+    return (min(0.0, quantized_to_float(smallest, lo, hi, dtype)),
+            quantized_to_float(largest, lo, hi, dtype))
+
+
+@kernel("RequantizationRange", CPU={"Tinput": Q32}, GPU={"Tinput": Q32},
+        host_memory=("input_min", "input_max", "output_min", "output_max"))
+def requantization_range(node, ctx):
+    def run(q, in_min, in_max):
+        lo, hi = used_range(q, _range(in_min), _range(in_max), node.attr["Tinput"])
+        return _scalar(lo, q.device), _scalar(hi, q.device)
+    return run
+
+
+@kernel("QuantizeDownAndShrinkRange", CPU={"Tinput": Q32, "out_type": Q8},
+        GPU={"Tinput": Q32, "out_type": Q8},
+        host_memory=("input_min", "input_max", "output_min", "output_max"))
+def quantize_down_and_shrink_range(node, ctx):
+    tin, tout = node.attr["Tinput"], node.attr["out_type"]
+
+    def run(q, in_min, in_max):
+        in_range = (_range(in_min), _range(in_max))
+        lo, hi = used_range(q, *in_range, tin)
+        return _outputs(requantize(q, in_range, (lo, hi), tin, tout), lo, hi)
+    return run
+
+
+def _relu(node, upper: float | None):
+    dtype = node.attr["Tinput"]
+    if node.attr["out_type"] is not dtype:
+        raise invalid(node, f"{node.op} writes its input type: out_type "
+                            f"{node.attr['out_type'].name} must be {dtype.name}")
+
+    def run(q, min_features, max_features):
+        lo, hi = _range(min_features), _range(max_features)
+        out = q.clamp(min=float_to_quantized(0.0, lo, hi, dtype))
+        if upper is not None:
+            out = out.clamp(max=float_to_quantized(upper, lo, hi, dtype))
+        return _outputs(out, lo, hi)
+    return run
+
+
+_RELU_TYPES = {"Tinput": (dtypes.quint8, dtypes.qint32), "out_type": (dtypes.quint8,
+                                                                      dtypes.qint32)}
+_RANGE_IO = ("min_features", "max_features", "min_activations", "max_activations")
+
+
+@kernel("QuantizedRelu", CPU=_RELU_TYPES, GPU=_RELU_TYPES, host_memory=_RANGE_IO)
+def quantized_relu(node, ctx):
+    return _relu(node, None)
+
+
+@kernel("QuantizedRelu6", CPU=_RELU_TYPES, GPU=_RELU_TYPES, host_memory=_RANGE_IO)
+def quantized_relu6(node, ctx):
+    return _relu(node, 6.0)
+
+
+def add_range(in_range, bias_range) -> tuple[float, float]:
+    """GetOutputMinAndMaxForQuantizedAdd: symmetric, the widest input range times 2^17."""
+    (lo, hi), (blo, bhi) = in_range, bias_range
+    top = F32(max(F32(hi), max(-F32(lo), max(F32(bhi), -F32(blo)))) * F32(1 << 17))
+    return float(-top), float(top)
+
+
+_BIAS_TYPES = {"T1": (dtypes.quint8,), "T2": (dtypes.quint8,), "out_type": Q32}
+
+
+@kernel("QuantizedBiasAdd", CPU=_BIAS_TYPES, GPU=_BIAS_TYPES,
+        host_memory=("min_input", "max_input", "min_bias", "max_bias", "min_out", "max_out"))
+def quantized_bias_add(node, ctx):
+    tin, tbias, tout = node.attr["T1"], node.attr["T2"], node.attr["out_type"]
+
+    def run(x, bias, min_input, max_input, min_bias, max_bias):
+        in_range, bias_range = (_range(min_input), _range(max_input)), \
+            (_range(min_bias), _range(max_bias))
+        if x.dim() < 2 or bias.dim() != 1 or x.shape[-1] != bias.shape[0]:
+            raise invalid(node, f"Must provide as many biases as the last dimension of the "
+                                f"input tensor: {list(bias.shape)} vs. {list(x.shape)}")
+        lo, hi = add_range(in_range, bias_range)
+        zero = float_to_quantized(0.0, lo, hi, tout)
+        total = requantize_eigen(x, in_range, (lo, hi), tin, tout)
+        shifted = requantize_eigen(bias, bias_range, (lo, hi), tbias, tout)
+        return _outputs((total + (shifted + zero)).to(torch.int32), lo, hi)
+    return run
+
+
+def _padded_windows(x, window, k_hw, dilation, pad_value):
+    """[N, OH, OW, C, kh, kw] windows of an NHWC tensor; SAME pads with pad_value, the odd
+    pixel after, as TF does."""
+    (_, top, bottom), (_, left, right) = window.output_and_pads(list(x.shape[1:3]), k_hw)
+    if top or bottom or left or right:
+        padded = torch.full((x.shape[0], x.shape[1] + top + bottom, x.shape[2] + left + right,
+                             x.shape[3]), pad_value, dtype=x.dtype, device=x.device)
+        padded[:, top:top + x.shape[1], left:left + x.shape[2]] = x
+        x = padded
+    (sh, sw), (dh, dw) = window.strides, dilation
+    span_h, span_w = (k_hw[0] - 1) * dh + 1, (k_hw[1] - 1) * dw + 1
+    patches = x.unfold(1, span_h, sh).unfold(2, span_w, sw)
+    return patches[..., ::dh, ::dw]
+
+
+_POOL_IO = ("min_input", "max_input", "min_output", "max_output")
+
+
+def _pool_setup(node, x):
+    window = windows.window_of(node.attr, node.op, dilations=False)
+    k_hw = (int(node.attr["ksize"][1]), int(node.attr["ksize"][2]))
+    try:
+        window.output_and_pads(list(x.shape[1:3]), k_hw)
+    except ValueError as e:
+        raise invalid(node, str(e)) from None
+    return window, k_hw
+
+
+@kernel("QuantizedMaxPool", CPU={"T": (dtypes.quint8,)}, GPU={"T": (dtypes.quint8,)},
+        host_memory=_POOL_IO)
+def quantized_max_pool(node, ctx):
+    def run(x, min_input, max_input):
+        window, k_hw = _pool_setup(node, x)
+        low = LIMITS[node.attr["T"]][0]
+        patches = _padded_windows(x.to(torch.int32), window, k_hw, (1, 1), low)
+        out = patches.amax(dim=(-2, -1)).to(x.dtype)
+        return _outputs(out, _range(min_input), _range(max_input))
+    return run
+
+
+@kernel("QuantizedAvgPool", CPU={"T": (dtypes.quint8,)}, GPU={"T": (dtypes.quint8,)},
+        host_memory=_POOL_IO)
+def quantized_avg_pool(node, ctx):
+    def run(x, min_input, max_input):
+        window, k_hw = _pool_setup(node, x)
+        sums = _padded_windows(x.to(torch.int32), window, k_hw, (1, 1), 0).sum(
+            dim=(-2, -1), dtype=torch.int32)
+        ones = torch.ones(x.shape[:3] + (1,), dtype=torch.int32, device=x.device)
+        counts = _padded_windows(ones, window, k_hw, (1, 1), 0).sum(dim=(-2, -1),
+                                                                     dtype=torch.int32)
+        out = torch.div(sums, counts, rounding_mode="trunc").to(x.dtype)
+        return _outputs(out, _range(min_input), _range(max_input))
+    return run
+
+
+_CONV_TYPES = {"Tinput": (dtypes.quint8,), "Tfilter": (dtypes.quint8,), "out_type": Q32}
+
+
+@kernel("QuantizedConv2D", CPU=_CONV_TYPES, GPU=_CONV_TYPES,
+        host_memory=("min_input", "max_input", "min_filter", "max_filter", "min_output",
+                     "max_output"))
+def quantized_conv2d(node, ctx):
+    tin, tfilter = node.attr["Tinput"], node.attr["Tfilter"]
+    window = windows.window_of(node.attr, node.op)
+
+    def run(x, f, min_input, max_input, min_filter, max_filter):
+        in_range, f_range = (_range(min_input), _range(max_input)), \
+            (_range(min_filter), _range(max_filter))
+        if x.dim() != 4 or f.dim() != 4 or x.shape[3] != f.shape[2]:
+            raise invalid(node, f"input and filter must have the same depth: "
+                                f"{list(x.shape)} vs. {list(f.shape)}")
+        offset_in = float_to_quantized_unclamped(0.0, *in_range, tin)
+        offset_f = float_to_quantized_unclamped(0.0, *f_range, tfilter)
+        k_hw = (int(f.shape[0]), int(f.shape[1]))
+        try:
+            window.output_and_pads(list(x.shape[1:3]), k_hw)
+        except ValueError as e:
+            raise invalid(node, str(e)) from None
+        low, high = LIMITS[tin]
+        # Padding must contribute (pad - offset) = 0, as TF's im2col pads with the offset.
+        pad = min(max(offset_in, low), high)
+        patches = _padded_windows(x, window, k_hw, window.dilations, pad)
+        n, oh, ow = patches.shape[:3]
+        cols = patches.permute(0, 1, 2, 4, 5, 3).reshape(n * oh * ow, -1)
+        if pad != offset_in:
+            raise invalid(node, f"input range [{in_range[0]}, {in_range[1]}] must contain 0 "
+                                "for a padded quantized convolution")
+        out = offset_matmul(cols, f.reshape(-1, f.shape[3]), offset_in, offset_f)
+        return _outputs(out.reshape(n, oh, ow, f.shape[3]),
+                        *product_range(in_range, f_range, tin, tfilter, dtypes.qint32))
+    return run
+
+
+@kernel("QuantizedConcat", CPU={"T": (dtypes.quint8, dtypes.qint32)},
+        GPU={"T": (dtypes.quint8, dtypes.qint32)},
+        host_memory=("concat_dim", "input_mins", "input_maxes", "output_min", "output_max"))
+def quantized_concat(node, ctx):
+    n, dtype = node.attr["N"], node.attr["T"]
+
+    def run(axis, *rest):
+        values, mins, maxes = rest[:n], rest[n:2 * n], rest[2 * n:]
+        ranges = [(_range(lo), _range(hi)) for lo, hi in zip(mins, maxes)]
+        lo, hi = min(r[0] for r in ranges), max(r[1] for r in ranges)
+        if LIMITS[dtype][0] < 0:     # signed: a range symmetric around zero, as TF picks
+            hi = max(abs(lo), abs(hi))
+            lo = -hi
+        parts = [v if r == (lo, hi) else requantize_eigen(v, r, (lo, hi), dtype, dtype)
+                 for v, r in zip(values, ranges)]
+        dim = int(axis)
+        rank = parts[0].dim()
+        if not -rank <= dim < rank:
+            raise invalid(node, f"Expected concat_dim in the range [{-rank}, {rank}), but got "
+                                f"{dim}")
+        return _outputs(torch.cat(parts, dim), lo, hi)
+    return run
+
+
+@kernel("QuantizedReshape", CPU={"T": ALL_Q}, GPU={"T": ALL_Q},
+        host_memory=("shape", "input_min", "input_max", "output_min", "output_max"))
+def quantized_reshape(node, ctx):
+    def run(x, shape, input_min, input_max):
+        wanted = [int(d) for d in shape.reshape(-1).tolist()]
+        try:
+            out = x.reshape(wanted)
+        except RuntimeError:
+            raise invalid(node, f"Input to reshape is a tensor with {x.numel()} values, but "
+                                f"the requested shape is {wanted}") from None
+        return _outputs(out, _range(input_min), _range(input_max))
+    return run
