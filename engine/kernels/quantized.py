@@ -215,6 +215,12 @@ def int8_matmul(a8: torch.Tensor, b8: torch.Tensor, pad: bool | None = None,
     return torch._int_mm(a_pad, b_pad)[:m, :n]
 
 
+def wide_matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """An exact int32 product of operands wider than int8, on float64 (whose 53-bit
+    mantissa holds every partial sum of products below 2^31 over fewer than 2^22 terms)."""
+    return torch.mm(a.to(torch.float64), b.to(torch.float64)).to(torch.int64).to(torch.int32)
+
+
 def offset_matmul(a: torch.Tensor, b: torch.Tensor, offset_a: int, offset_b: int) -> torch.Tensor:
     """sum_k (a - offset_a)(b - offset_b) in int32, as TF's gemmlowp call computes it: one
     int8 matmul plus the row/column-sum corrections of the two offsets."""
@@ -352,9 +358,8 @@ def requantize_kernel(node, ctx):
 
     def run(q, in_min, in_max, out_min, out_max):
         lo, hi = _range(out_min), _range(out_max)
-        if lo > 0.0 or hi < 0.0:
-            raise invalid(node, f"requested_output_min must be <= 0 and requested_output_max "
-                                f"must be >= 0; got [{lo}, {hi}]")
+        if lo > 0.0:
+            raise invalid(node, f"requested_output_min must be <= 0, but got {lo:g}")
         values = requantize(q, (_range(in_min), _range(in_max)), (lo, hi), tin, tout)
         return _outputs(values, lo, hi)
     return run
@@ -465,6 +470,12 @@ def _padded_windows(x, window, k_hw, dilation, pad_value):
     return patches[..., ::dh, ::dw]
 
 
+def _columns(patches: torch.Tensor):
+    """im2col: [N*OH*OW, kh*kw*C] rows (the filter's HWIO order) and the (N, OH, OW) grid."""
+    grid = tuple(patches.shape[:3])
+    return patches.permute(0, 1, 2, 4, 5, 3).reshape(grid[0] * grid[1] * grid[2], -1), grid
+
+
 _POOL_IO = ("min_input", "max_input", "min_output", "max_output")
 
 
@@ -529,16 +540,17 @@ def quantized_conv2d(node, ctx):
         except ValueError as e:
             raise invalid(node, str(e)) from None
         low, high = LIMITS[tin]
-        # Padding must contribute (pad - offset) = 0, as TF's im2col pads with the offset.
-        pad = min(max(offset_in, low), high)
-        patches = _padded_windows(x, window, k_hw, window.dilations, pad)
-        n, oh, ow = patches.shape[:3]
-        cols = patches.permute(0, 1, 2, 4, 5, 3).reshape(n * oh * ow, -1)
-        if pad != offset_in:
-            raise invalid(node, f"input range [{in_range[0]}, {in_range[1]}] must contain 0 "
-                                "for a padded quantized convolution")
-        out = offset_matmul(cols, f.reshape(-1, f.shape[3]), offset_in, offset_f)
-        return _outputs(out.reshape(n, oh, ow, f.shape[3]),
+        weights = f.reshape(-1, f.shape[3])
+        # Padding contributes (pad - offset) = 0, as TF pads with the input's zero point; a
+        # range without 0 puts that point outside the type, so such inputs take the wide path.
+        if low <= offset_in <= high:
+            cols, grid = _columns(_padded_windows(x, window, k_hw, window.dilations, offset_in))
+            out = offset_matmul(cols, weights, offset_in, offset_f)
+        else:
+            shifted = x.to(torch.int32) - offset_in
+            cols, grid = _columns(_padded_windows(shifted, window, k_hw, window.dilations, 0))
+            out = wide_matmul(cols, weights.to(torch.int32) - offset_f)
+        return _outputs(out.reshape(*grid, f.shape[3]),
                         *product_range(in_range, f_range, tin, tfilter, dtypes.qint32))
     return run
 
@@ -552,7 +564,7 @@ def quantized_concat(node, ctx):
     def run(axis, *rest):
         values, mins, maxes = rest[:n], rest[n:2 * n], rest[2 * n:]
         ranges = [(_range(lo), _range(hi)) for lo, hi in zip(mins, maxes)]
-        lo, hi = min(r[0] for r in ranges), max(r[1] for r in ranges)
+        lo, hi = min(0.0, min(r[0] for r in ranges)), max(r[1] for r in ranges)
         if LIMITS[dtype][0] < 0:     # signed: a range symmetric around zero, as TF picks
             hi = max(abs(lo), abs(hi))
             lo = -hi

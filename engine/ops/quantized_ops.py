@@ -199,7 +199,8 @@ def _conv2d_infer(op):
 def _concat_infer(op):
     n = op.attrs["N"]
     if n < 2:
-        raise ValueError(f"Attr 'N' of '{op.type}' Op passed {n} less than minimum 2.")
+        raise ValueError(f"List argument 'values' to '{op.type}' Op with length {n} shorter "
+                         "than minimum length 2.")
     axis_t, values = op.inputs[0], op.inputs[1:1 + n]
     check_dtype_allowed(op, axis_t.dtype, (dtypes.int32,), arg="concat_dim")
     dtype = values[0].dtype.base_dtype

@@ -147,3 +147,26 @@ def test_kernel_dtypes_follow_tensorflow_registrations():
         # TF 2.21: no QuantizedRelu kernel for Tinput=quint8, out_type=qint32.
         with pytest.raises(tf.errors.InvalidArgumentError, match="QuantizedRelu"):
             sess.run(relu.activations)
+
+
+@covers("Requantize")
+def test_a_requested_minimum_above_zero_is_refused_as_tensorflow_does(runner):
+    mark_executed("Requantize")
+    with runner.scope():
+        out = RO.Requantize(input=tf.constant(np.array([5], np.int32), dtype=tf.qint32),
+                            input_min=-1.0, input_max=1.0, requested_output_min=0.5,
+                            requested_output_max=6.0, out_type=tf.quint8)
+    # TF 2.21: "requested_output_min must be <= 0, but got 0.5".
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match="requested_output_min must be <= 0, but got 0.5"):
+        runner.run(out.output)
+
+
+def test_concat_of_one_value_is_refused_as_tensorflow_does():
+    # TF 2.21: "List argument 'values' to 'QuantizedConcat' Op with length 1 shorter than
+    # minimum length 2."
+    with tf.Graph().as_default(), pytest.raises(
+            ValueError, match="List argument 'values' to 'QuantizedConcat' Op with length 1 "
+                              "shorter than minimum length 2."):
+        RO.QuantizedConcat(concat_dim=0, values=[q8([[1, 2]])], input_mins=[0.0],
+                           input_maxes=[1.0])

@@ -491,3 +491,42 @@ def test_an_eightbit_dense_layer_tracks_the_float_layer(runner):
     span = float(want.max() - want.min())
     assert np.abs(got - want).max() < 0.03 * span
     assert np.corrcoef(got.ravel(), want.ravel())[0, 1] > 0.999
+
+
+@covers("Requantize", "QuantizedConcat", "QuantizedRelu6", "QuantizedConv2D")
+def test_edge_ranges_match_tensorflow(runner):
+    def build():
+        return [*RO.Requantize(input=q(I32, "qint32"), input_min=-33025.5, input_max=33025.5,
+                               requested_output_min=-6.0, requested_output_max=-0.5,
+                               out_type=tf.quint8),
+                *RO.QuantizedConcat(concat_dim=0, values=[q([[1, 2]], "qint32"),
+                                                          q([[3, -250]], "qint32")],
+                                    input_mins=[-1.0, -2.0], input_maxes=[2.0, 4.0]),
+                *RO.QuantizedConcat(concat_dim=0, values=[q([[1, 2]], "quint8"),
+                                                          q([[3, 250]], "quint8")],
+                                    input_mins=[0.5, 1.0], input_maxes=[2.0, 4.0]),
+                *RO.QuantizedRelu6(features=q([-5, 0, 7, 2 ** 30], "qint32"),
+                                   min_features=-3.0, max_features=9.0, out_type=tf.qint32),
+                *RO.QuantizedConv2D(input=q(np.full((1, 3, 3, 1), 10), "quint8"),
+                                    filter=q(np.full((2, 2, 1, 1), 3), "quint8"),
+                                    min_input=0.5, max_input=2.0, min_filter=-1.0,
+                                    max_filter=1.0, strides=[1, 1, 1, 1], padding="SAME")]
+    got = run(runner, build)
+    triples = [values_and_range(got[i:i + 3]) for i in range(0, 15, 3)]
+    # TF 2.21 for the same five calls: a requested range below zero; qint32 concat takes a
+    # range symmetric around zero, quint8 concat one that holds zero; a conv whose input
+    # range lacks zero (its padding still adds nothing).
+    assert triples[0] == ([[0, 255, 255], [255, 255, 255]], -6.0, -0.5)
+    assert triples[1] == ([[268435456, 268435456], [536870912, 536870720]], -4.0, 4.0)
+    assert triples[2] == ([[32, 33], [66, 251]], 0.0, 4.0)
+    assert triples[3] == ([-5, 0, 7, 1073741824], -3.0, 9.0)
+    assert triples[4] == ([[[[-47500], [-47500], [-23750]], [[-47500], [-47500], [-23750]],
+                            [[-23750], [-23750], [-11875]]]], -99076.53125, 99076.53125)
+
+
+def test_wide_product_is_exact():
+    rng = np.random.default_rng(8)
+    a = rng.integers(-40000, 40000, size=(5, 300))
+    b = rng.integers(-40000, 40000, size=(300, 4))
+    got = qk.wide_matmul(torch.from_numpy(a.astype(np.int32)), torch.from_numpy(b.astype(np.int32)))
+    np.testing.assert_array_equal(got.numpy(), ((a @ b + 2 ** 31) % 2 ** 32 - 2 ** 31))
