@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from engine.record import RunStoreError, event_files, list_runs, open_run
+from engine.record.reader import ListingCache
 from engine.record.schema import (
     DAMAGED,
     DATABASE_NAME,
@@ -43,6 +44,7 @@ Position = tuple[float, float]
 _logdir = Path("runs")
 _warm_log = logging.getLogger("workbench")
 _cache = SingleFlightCache(CACHE_ENTRIES, CACHE_BYTES)
+_listing = ListingCache()      # each run folder's listing, kept while its files are unchanged
 
 
 class UnknownRunError(LookupError):
@@ -65,6 +67,7 @@ def logdir() -> Path:
 
 def clear_cache() -> None:
     _cache.clear()
+    _listing.clear()
 
 
 def cache_stats() -> tuple[int, int]:
@@ -82,11 +85,14 @@ def shown(text: str) -> str:
 
 def runs() -> list[RunInfo]:
     """Every folder in the log directory (unreadable and damaged ones included); none if it
-    is missing. Not cached (a run's status changes with time alone), but single-flight:
-    requests that arrive together share one listing."""
+    is missing. The listing itself is not cached (a run's status changes with time alone),
+    but single-flight (requests that arrive together share one), and a run folder whose
+    files did not change is not read again (a refresh of 500 finished runs is a few stats
+    each)."""
     if not _logdir.is_dir():
         return []
-    return _cache.get(("runs", str(_logdir)), lambda: list_runs(_logdir), keep=False)
+    return _cache.get(("runs", str(_logdir)), lambda: list_runs(_logdir, _listing),
+                      keep=False)
 
 
 def readable_run_names() -> list[str]:
