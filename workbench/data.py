@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from engine.record import RunStoreError, event_files, list_runs, open_run
-from engine.record.reader import ListingCache
+from engine.record.reader import ListingCache, RunReader
 from engine.record.schema import (
     DAMAGED,
     DATABASE_NAME,
@@ -31,7 +31,7 @@ from engine.record.schema import (
 from viz.hierarchy import Hierarchy, HierarchyView, build_hierarchy, hierarchy_view
 from viz.hierarchy import default_expansion as hierarchy_default_expansion
 from viz.layout import layered_layout
-from viz.scalars import Curve, scalar_curve
+from viz.scalars import Curve, downsample_indices, kept_curve
 from viz.scopes import GraphView, all_scopes, default_expansion, scope_view
 from viz.timeline import StepTrace
 from workbench.cache import SingleFlightCache, estimated_bytes
@@ -236,8 +236,30 @@ def curve(name: str, tag: str, smoothing: float) -> Curve:
     path = run_path(name)
     # The stamp before the read: a commit in between only makes the next request recompute.
     key = (str(path), _stamp(path), "curve", tag, float(smoothing))
-    steps, values, walls = scalar_series(name, tag)
-    return _cache.get(key, lambda: scalar_curve(steps, values, smoothing, wall_times=walls))
+    values, keep, steps, walls = _drawn_points(name, tag)
+    return _cache.get(key, lambda: kept_curve(values, keep, steps, smoothing, walls))
+
+
+def _drawn_points(name: str, tag: str) -> tuple[np.ndarray, ...]:
+    """(every value, the kept indices, the kept points' steps and wall times) of a tag, per
+    run state: a run store reads every value from its index and the steps and wall times
+    of the kept rows alone; a TensorBoard run reads its whole series."""
+    path = run_path(name)
+    key = (str(path), _stamp(path), "drawn_points", tag)
+
+    def read() -> tuple[np.ndarray, ...]:
+        try:
+            reader = open_run(path)
+            if not isinstance(reader, RunReader):
+                steps, values, walls = reader.scalar_series(tag)
+                keep = downsample_indices(values)
+                return values, keep, steps[keep], walls[keep]
+            ids, values = reader.scalar_values(tag)
+            keep = downsample_indices(values)
+            return (values, keep, *reader.scalar_points(ids[keep]))
+        except RunStoreError as exc:    # the same kind (a missing tag stays a key error)
+            raise type(exc)(shown(str(exc))) from exc
+    return _cache.get(key, read)
 
 
 class Sized:

@@ -8,6 +8,7 @@ import concurrent.futures
 import dataclasses
 import errno
 import functools
+import itertools
 import json
 import math
 import os
@@ -191,6 +192,42 @@ class RunReader(RunFolderReader):
                                 "ORDER BY step, seq", (tag_id,))
             points = np.fromiter(rows, dtype=_SCALAR_SERIES_ROW)
         return points["step"].copy(), points["value"].copy(), points["wall_time"].copy()
+
+    def scalar_values(self, tag: str) -> tuple[np.ndarray, np.ndarray]:
+        """(row ids int64, values float64) in step order: the least a drawn curve needs of
+        every point, read from the covering index alone (no table row is visited, which
+        makes it about twice as fast as scalar_series). scalar_points(ids) gives the steps
+        and wall times of the rows a downsampled curve keeps. RunReader only."""
+        with self._connect() as conn:
+            tag_id = self._tag_id(conn, store.SCALAR, tag)
+            rows = conn.execute("SELECT seq, value FROM scalars WHERE tag_id = ? "
+                                "ORDER BY step, seq", (tag_id,))
+            # One flat float64 run of seq, value, seq, ... (a third cheaper than filling a
+            # structured array row by row); seqs below 2**53 are exact in float64, and a
+            # NULL (NaN as SQLite stores it) turns back into NaN.
+            flat = np.fromiter(itertools.chain.from_iterable(rows), dtype=np.float64)
+        points = flat.reshape(-1, 2)
+        return points[:, 0].astype(np.int64), points[:, 1].copy()
+
+    def scalar_points(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(steps int64, wall times float64) of the scalar rows with these ids (from
+        scalar_values), in the order given. Rows are never changed once written, so this
+        may run in a later transaction than the read that found the ids."""
+        wanted = np.asarray(ids, dtype=np.int64)
+        found: dict[int, tuple[int, float]] = {}
+        with self._connect() as conn:
+            for start in range(0, wanted.size, _IDS_PER_QUERY):
+                chunk = wanted[start:start + _IDS_PER_QUERY].tolist()
+                marks = ",".join("?" * len(chunk))
+                found.update((seq, (step, wall)) for seq, step, wall in conn.execute(
+                    f"SELECT seq, step, wall_time FROM scalars WHERE seq IN ({marks})", chunk))
+        missing = [seq for seq in wanted.tolist() if seq not in found]
+        if missing:
+            raise RunStoreKeyError(f"no scalar row {missing[0]} in run {self._dir} "
+                                   f"({len(missing)} of {wanted.size} asked are missing)")
+        pairs = [found[seq] for seq in wanted.tolist()]
+        return (np.fromiter((step for step, _ in pairs), np.int64, len(pairs)),
+                np.fromiter((wall for _, wall in pairs), np.float64, len(pairs)))
 
     def scalar_wall_times(self, tag: str) -> np.ndarray:
         with self._connect() as conn:
@@ -521,8 +558,9 @@ _QUERIES = ("info", "damage", "tags", "histogram_tags", "text_tags", "scalars",
             "tensor_summary_nodes", "tensor_summaries", "alerts", "devices", "graph_versions",
             "graph", "placements", "plans", "partitions", "cut_edges", "steps",
             "last_traced_step", "traced_steps", "step_stats", "transfers", "events")
-# And the listing's own steps (RunReader only: list_runs reads event-file runs otherwise).
-for _name in (*_QUERIES, "_listing", "_damage"):
+# And RunReader's own: the listing's steps (list_runs reads event-file runs otherwise) and
+# the curve reads (the workbench reads event-file runs' scalars with scalar_series).
+for _name in (*_QUERIES, "_listing", "_damage", "scalar_values", "scalar_points"):
     setattr(RunReader, _name, _damage_is_a_store_error(getattr(RunReader, _name)))
 
 
@@ -688,6 +726,7 @@ def _reason(exc: Exception, root: Path) -> str:
 
 
 _SCALAR_ROW = np.dtype([("step", np.int64), ("value", np.float64)])
+_IDS_PER_QUERY = 900          # under SQLite's oldest limit of 999 bound parameters
 _SCALAR_SERIES_ROW = np.dtype([("step", np.int64), ("value", np.float64),
                                ("wall_time", np.float64)])
 
