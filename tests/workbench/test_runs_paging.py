@@ -38,11 +38,13 @@ def test_each_page_holds_its_rows_in_name_order(many):
 
 
 def test_the_buttons_stop_at_the_first_and_last_page(many):
-    assert runs.previous_page(1, 0) == 0
-    assert runs.previous_page(1, 2) == 1
-    assert runs.next_page(1, 1) == 2
-    assert runs.next_page(1, 2) == 2
-    assert runs.next_page(1, None) == 1
+    previous, following = runs.PREVIOUS_BUTTON, runs.NEXT_BUTTON
+    assert runs.turned_page(previous, 0) == 0
+    assert runs.turned_page(previous, 2) == 1
+    assert runs.turned_page(following, 1) == 2
+    assert runs.turned_page(following, 2) == 2
+    assert runs.turned_page(following, None) == 1
+    assert runs.turned_page(None, 2) == 2
 
 
 def test_one_page_of_runs_hides_the_pager(many, monkeypatch):
@@ -55,4 +57,4 @@ def test_one_page_of_runs_hides_the_pager(many, monkeypatch):
 def test_a_bad_page_number_is_a_message(many, page, text_of):
     assert "The page must be a step number" in text_of(runs.runs_table(None, page))
     assert runs.pager(None, page) == ("", runs.HIDDEN)
-    assert runs.next_page(1, page) == 0 and runs.previous_page(1, page) == 0
+    assert runs.turned_page(runs.NEXT_BUTTON, page) == 0

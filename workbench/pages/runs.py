@@ -120,14 +120,20 @@ def pager(_n_intervals: int | None, page: int | None = 0) -> tuple[str, dict]:
 
 
 @answers(lambda _problem: 0)
-def previous_page(_clicks: int | None, page: int | None) -> int:
-    return max(0, _page(page) - 1)
+def turned_page(pressed: str | None, page: int | None) -> int:
+    """The page after pressing PREVIOUS_BUTTON or NEXT_BUTTON: never before the first or
+    past the last (the listing is cached, so counting the runs again is cheap)."""
+    page = _page(page)
+    if pressed == PREVIOUS_BUTTON:
+        return max(0, page - 1)
+    if pressed == NEXT_BUTTON:
+        return min(page + 1, _last_page(len(data.runs())))
+    return page
 
 
-@answers(lambda _problem: 0)
-def next_page(_clicks: int | None, page: int | None) -> int:
-    """The next page, never past the last (the listing is cached, so counting is cheap)."""
-    return min(_page(page) + 1, _last_page(len(data.runs())))
+def _turn_page(_previous: int | None, _next: int | None, page: int | None) -> int:
+    # One callback for both buttons (which was pressed is Dash's triggered id).
+    return turned_page(dash.ctx.triggered_id, page)
 
 
 def register_callbacks(app: dash.Dash) -> None:
@@ -136,7 +142,5 @@ def register_callbacks(app: dash.Dash) -> None:
     app.callback(Output(PAGE_TEXT, "children"), Output(PAGER_DIV, "style"),
                  Input(REFRESH_INTERVAL, "n_intervals"), Input(PAGE_STORE, "data"))(pager)
     app.callback(Output(PAGE_STORE, "data"), Input(PREVIOUS_BUTTON, "n_clicks"),
-                 State(PAGE_STORE, "data"), prevent_initial_call=True)(previous_page)
-    app.callback(Output(PAGE_STORE, "data", allow_duplicate=True),
                  Input(NEXT_BUTTON, "n_clicks"), State(PAGE_STORE, "data"),
-                 prevent_initial_call=True)(next_page)
+                 prevent_initial_call=True)(_turn_page)
