@@ -27,17 +27,24 @@ def smooth(values: Sequence[float], weight: float) -> np.ndarray:
     if not 0.0 <= weight < 1.0:
         raise ValueError(f"smoothing weight must be in [0, 1), got {weight}")
     raw = np.asarray(values, dtype=np.float64)
-    finite = raw[np.isfinite(raw)]
-    if finite.size == 0 or np.all(finite == finite[0]):
-        return raw.copy()
-    out = raw.copy()
     mask = np.isfinite(raw)
-    seen = np.arange(1, int(mask.sum()) + 1, dtype=np.float64)
-    out[mask] = _ema(raw[mask], weight) / (1.0 - weight ** seen)
+    every = bool(mask.all())            # the usual case: no masking, no copies
+    finite = raw if every else raw[mask]
+    if finite.size == 0 or not (finite != finite[0]).any():
+        return raw.copy()
+    averaged = _ema(finite, weight)
+    # 1 - w**n is 1.0 exactly once w**n < 2**-54: only the first `debiased` points change.
+    debiased = 0 if weight == 0.0 else min(
+        finite.size, int(math.log(2.0 ** -54) / math.log(weight)) + 1)
+    averaged[:debiased] /= 1.0 - weight ** np.arange(1, debiased + 1, dtype=np.float64)
+    if every:
+        return averaged
+    out = raw.copy()
+    out[mask] = averaged
     return out
 
 
-_EMA_BLOCK = 256
+_EMA_BLOCK = 128
 
 
 def _ema(values: np.ndarray, weight: float) -> np.ndarray:
@@ -119,9 +126,18 @@ def scalar_curve(steps: Sequence[float], values: Sequence[float], smoothing: flo
     """Smoothed over every point, then downsampled by the raw values' extremes."""
     raw = np.asarray(values, dtype=np.float64)
     keep = downsample_indices(raw, max_points)
-    smoothed = smooth(raw, smoothing)[keep] if smoothing > 0 else raw[keep]
     walls = None if wall_times is None else np.asarray(wall_times, dtype=np.float64)[keep]
-    return Curve(np.asarray(steps)[keep], raw[keep], smoothed, smoothing, walls)
+    return kept_curve(raw, keep, np.asarray(steps)[keep], smoothing, walls)
+
+
+def kept_curve(values: np.ndarray, keep: np.ndarray, kept_steps: np.ndarray,
+               smoothing: float, kept_wall_times: np.ndarray | None = None) -> Curve:
+    """scalar_curve from every value but the steps and wall times of the kept points only
+    (what a reader that fetches those for the kept rows alone has): smoothed over every
+    value, then taken at `keep` (downsample_indices of the values)."""
+    raw = np.asarray(values, dtype=np.float64)
+    smoothed = smooth(raw, smoothing)[keep] if smoothing > 0 else raw[keep]
+    return Curve(np.asarray(kept_steps), raw[keep], smoothed, smoothing, kept_wall_times)
 
 
 # TensorBoard's three horizontal axes.
@@ -147,6 +163,21 @@ def x_values(curve: Curve, axis: str, unit: float = 1.0):
     if axis == RELATIVE:
         return (curve.wall_times - curve.wall_times[0]) / unit
     return (curve.wall_times * 1e3).astype("datetime64[ms]")
+
+
+def compact(values: np.ndarray) -> np.ndarray:
+    """values as float32 when that loses nothing a reader of the chart sees (7 significant
+    digits; the figure's hover shows 6) and nothing leaves float32's normal range; float64
+    otherwise. Half the bytes to send and for the browser to decode."""
+    values = np.asarray(values, dtype=np.float64)
+    magnitude = np.abs(values[np.isfinite(values) & (values != 0)])
+    if magnitude.size and (magnitude.max() >= _FLOAT32_MAX or magnitude.min() < _FLOAT32_MIN):
+        return values
+    return values.astype(np.float32)
+
+
+_FLOAT32_MAX = float(np.finfo(np.float32).max) / 2
+_FLOAT32_MIN = float(np.finfo(np.float32).tiny)
 
 
 def run_colors(runs: Sequence[str]) -> dict[str, str]:
@@ -179,17 +210,20 @@ def curves_figure(curves_by_run: Mapping[str, Curve], tag: str, height: int = 42
              if c.wall_times is not None and c.wall_times.size]
     unit, unit_name = relative_unit(max(spans, default=0.0))
     traces = []
+    # On the step axis the hover's step is x itself: no second copy of the steps is sent.
+    step_field = "x" if x_axis == STEP else "customdata"
     for run, curve in sorted(curves_by_run.items()):
         x = x_values(curve, x_axis, unit)
         if curve.smoothing > 0:
             traces.append(go.Scatter(
-                x=x, y=curve.raw, mode="lines", name=f"{run} (raw)",
+                x=x, y=compact(curve.raw), mode="lines", name=f"{run} (raw)",
                 legendgroup=run, showlegend=False, hoverinfo="skip",
                 line={"color": _faded(colors[run], 0.3), "width": 1}))
         traces.append(go.Scatter(
-            x=x, y=curve.smoothed, mode="lines", name=run, customdata=curve.steps,
+            x=x, y=compact(curve.smoothed), mode="lines", name=run,
+            customdata=None if x_axis == STEP else curve.steps,
             legendgroup=run, line={"color": colors[run], "width": 2.5},
-            hovertemplate=f"{run}<br>step %{{customdata}}<br>{tag} %{{y:.6g}}<extra></extra>"))
+            hovertemplate=f"{run}<br>step %{{{step_field}}}<br>{tag} %{{y:.6g}}<extra></extra>"))
     figure = go.Figure(data=traces)
     x_title = {STEP: "step", RELATIVE: f"relative time ({unit_name})", WALL: "wall time"}[x_axis]
     figure.update_layout(

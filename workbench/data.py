@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from engine.record import RunStoreError, event_files, list_runs, open_run
+from engine.record.reader import ListingCache, RunReader
 from engine.record.schema import (
     DAMAGED,
     DATABASE_NAME,
@@ -29,7 +30,7 @@ from engine.record.schema import (
 )
 from viz.hierarchy import Hierarchy, HierarchyView, build_hierarchy, hierarchy_view
 from viz.hierarchy import default_expansion as hierarchy_default_expansion
-from viz.scalars import Curve, scalar_curve
+from viz.scalars import Curve, downsample_indices, kept_curve
 from viz.timeline import StepTrace
 from workbench.cache import SingleFlightCache, estimated_bytes
 
@@ -40,6 +41,7 @@ MAX_NAME_CHARS = 255           # the longest folder name common file systems all
 _logdir = Path("runs")
 _warm_log = logging.getLogger("workbench")
 _cache = SingleFlightCache(CACHE_ENTRIES, CACHE_BYTES)
+_listing = ListingCache()      # each run folder's listing, kept while its files are unchanged
 
 
 class UnknownRunError(LookupError):
@@ -62,6 +64,7 @@ def logdir() -> Path:
 
 def clear_cache() -> None:
     _cache.clear()
+    _listing.clear()
 
 
 def cache_stats() -> tuple[int, int]:
@@ -79,11 +82,14 @@ def shown(text: str) -> str:
 
 def runs() -> list[RunInfo]:
     """Every folder in the log directory (unreadable and damaged ones included); none if it
-    is missing. Not cached (a run's status changes with time alone), but single-flight:
-    requests that arrive together share one listing."""
+    is missing. The listing itself is not cached (a run's status changes with time alone),
+    but single-flight (requests that arrive together share one), and a run folder whose
+    files did not change is not read again (a refresh of 500 finished runs is a few stats
+    each)."""
     if not _logdir.is_dir():
         return []
-    return _cache.get(("runs", str(_logdir)), lambda: list_runs(_logdir), keep=False)
+    return _cache.get(("runs", str(_logdir)), lambda: list_runs(_logdir, _listing),
+                      keep=False)
 
 
 def readable_run_names() -> list[str]:
@@ -227,8 +233,30 @@ def curve(name: str, tag: str, smoothing: float) -> Curve:
     path = run_path(name)
     # The stamp before the read: a commit in between only makes the next request recompute.
     key = (str(path), _stamp(path), "curve", tag, float(smoothing))
-    steps, values, walls = scalar_series(name, tag)
-    return _cache.get(key, lambda: scalar_curve(steps, values, smoothing, wall_times=walls))
+    values, keep, steps, walls = _drawn_points(name, tag)
+    return _cache.get(key, lambda: kept_curve(values, keep, steps, smoothing, walls))
+
+
+def _drawn_points(name: str, tag: str) -> tuple[np.ndarray, ...]:
+    """(every value, the kept indices, the kept points' steps and wall times) of a tag, per
+    run state: a run store reads every value from its index and the steps and wall times
+    of the kept rows alone; a TensorBoard run reads its whole series."""
+    path = run_path(name)
+    key = (str(path), _stamp(path), "drawn_points", tag)
+
+    def read() -> tuple[np.ndarray, ...]:
+        try:
+            reader = open_run(path)
+            if not isinstance(reader, RunReader):
+                steps, values, walls = reader.scalar_series(tag)
+                keep = downsample_indices(values)
+                return values, keep, steps[keep], walls[keep]
+            ids, values = reader.scalar_values(tag)
+            keep = downsample_indices(values)
+            return (values, keep, *reader.scalar_points(ids[keep]))
+        except RunStoreError as exc:    # the same kind (a missing tag stays a key error)
+            raise type(exc)(shown(str(exc))) from exc
+    return _cache.get(key, read)
 
 
 class Sized:

@@ -8,11 +8,13 @@ import concurrent.futures
 import dataclasses
 import errno
 import functools
+import itertools
 import json
 import math
 import os
 import re
 import sqlite3
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -123,6 +125,12 @@ class RunReader(RunFolderReader):
     """Read-only view of one run folder. Cheap to create; safe to share between threads."""
 
     def __init__(self, run_dir: str | os.PathLike) -> None:
+        self._locate(run_dir)
+        with self._connect() as conn:
+            _check_version(self._db, _read_meta(self._db, conn))
+
+    def _locate(self, run_dir: str | os.PathLike) -> None:
+        """The folder and its database, refused unless both exist (no connection yet)."""
         self._dir = Path(run_dir)
         self._db = self._dir / DATABASE_NAME
         self._closed = False
@@ -133,20 +141,19 @@ class RunReader(RunFolderReader):
                 raise RunStoreError(f"{self._dir}: not a run store (no {DATABASE_NAME})")
         except OSError as exc:     # e.g. PermissionError on a folder we may not enter
             raise RunStoreError(f"{self._dir}: cannot read: {exc}") from exc
-        with self._connect() as conn:
-            _check_version(self._db, _read_meta(self._db, conn))
-
 
     # Run and summaries.
 
     def info(self) -> RunInfo:
         with self._connect() as conn:
-            meta = _read_meta(self._db, conn)
-            tags = _tags(conn, store.SCALAR)
-            last_step = meta.get("last_step")
-            status = _status(meta, time.time())
-            if status != FINISHED:   # the heartbeat may lag the rows of a live or killed run
-                last_step = _latest(last_step, _last_recorded_step(conn))
+            return self._info(conn, _read_meta(self._db, conn))
+
+    def _info(self, conn: sqlite3.Connection, meta: dict[str, Any]) -> RunInfo:
+        tags = _tags(conn, store.SCALAR)
+        last_step = meta.get("last_step")
+        status = _status(meta, time.time())
+        if status != FINISHED:   # the heartbeat may lag the rows of a live or killed run
+            last_step = _latest(last_step, _last_recorded_step(conn))
         return RunInfo(
             name=self._dir.name, path=str(self._dir), status=status,
             started=meta.get("started"), updated=meta.get("updated"),
@@ -185,6 +192,42 @@ class RunReader(RunFolderReader):
                                 "ORDER BY step, seq", (tag_id,))
             points = np.fromiter(rows, dtype=_SCALAR_SERIES_ROW)
         return points["step"].copy(), points["value"].copy(), points["wall_time"].copy()
+
+    def scalar_values(self, tag: str) -> tuple[np.ndarray, np.ndarray]:
+        """(row ids int64, values float64) in step order: the least a drawn curve needs of
+        every point, read from the covering index alone (no table row is visited, which
+        makes it about twice as fast as scalar_series). scalar_points(ids) gives the steps
+        and wall times of the rows a downsampled curve keeps. RunReader only."""
+        with self._connect() as conn:
+            tag_id = self._tag_id(conn, store.SCALAR, tag)
+            rows = conn.execute("SELECT seq, value FROM scalars WHERE tag_id = ? "
+                                "ORDER BY step, seq", (tag_id,))
+            # One flat float64 run of seq, value, seq, ... (a third cheaper than filling a
+            # structured array row by row); seqs below 2**53 are exact in float64, and a
+            # NULL (NaN as SQLite stores it) turns back into NaN.
+            flat = np.fromiter(itertools.chain.from_iterable(rows), dtype=np.float64)
+        points = flat.reshape(-1, 2)
+        return points[:, 0].astype(np.int64), points[:, 1].copy()
+
+    def scalar_points(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(steps int64, wall times float64) of the scalar rows with these ids (from
+        scalar_values), in the order given. Rows are never changed once written, so this
+        may run in a later transaction than the read that found the ids."""
+        wanted = np.asarray(ids, dtype=np.int64)
+        found: dict[int, tuple[int, float]] = {}
+        with self._connect() as conn:
+            for start in range(0, wanted.size, _IDS_PER_QUERY):
+                chunk = wanted[start:start + _IDS_PER_QUERY].tolist()
+                marks = ",".join("?" * len(chunk))
+                found.update((seq, (step, wall)) for seq, step, wall in conn.execute(
+                    f"SELECT seq, step, wall_time FROM scalars WHERE seq IN ({marks})", chunk))
+        missing = [seq for seq in wanted.tolist() if seq not in found]
+        if missing:
+            raise RunStoreKeyError(f"no scalar row {missing[0]} in run {self._dir} "
+                                   f"({len(missing)} of {wanted.size} asked are missing)")
+        pairs = [found[seq] for seq in wanted.tolist()]
+        return (np.fromiter((step for step, _ in pairs), np.int64, len(pairs)),
+                np.fromiter((wall for _, wall in pairs), np.float64, len(pairs)))
 
     def scalar_wall_times(self, tag: str) -> np.ndarray:
         with self._connect() as conn:
@@ -259,11 +302,10 @@ class RunReader(RunFolderReader):
         stat'ed and its .npy header read (the file must be as long as the header promises).
         Rows are not decoded: a damaged row is found by the query that reads it."""
         with self._connect() as conn:
-            present = {row[0] for row in conn.execute(
-                "SELECT name FROM sqlite_master WHERE type = 'table'")}
-            named = [(table, seq, blob) for table in _BLOB_TABLES if table in present
-                     for seq, blob in conn.execute(
-                         f"SELECT seq, blob FROM {table} WHERE blob IS NOT NULL")]
+            return self._damage(_named_side_files(conn))
+
+    def _damage(self, named: list[tuple[str, int, Any]]) -> str | None:
+        """damage() of the (table, seq, side file) rows read already."""
         problems = []
         for table, seq, blob in named:
             problem = self._side_file_problem(blob)
@@ -273,6 +315,11 @@ class RunReader(RunFolderReader):
             return None
         more = f"; {len(problems)} of {len(named)} side files damaged" if len(problems) > 1 else ""
         return problems[0] + more
+
+    def _listing(self, conn: sqlite3.Connection,
+                 meta: dict[str, Any]) -> tuple[RunInfo, list[tuple[str, int, Any]]]:
+        """info() and the rows naming side files, on the listing's one connection."""
+        return self._info(conn, meta), _named_side_files(conn)
 
     # Engine records.
 
@@ -511,29 +558,95 @@ _QUERIES = ("info", "damage", "tags", "histogram_tags", "text_tags", "scalars",
             "tensor_summary_nodes", "tensor_summaries", "alerts", "devices", "graph_versions",
             "graph", "placements", "plans", "partitions", "cut_edges", "steps",
             "last_traced_step", "traced_steps", "step_stats", "transfers", "events")
-for _name in _QUERIES:
+# And RunReader's own: the listing's steps (list_runs reads event-file runs otherwise) and
+# the curve reads (the workbench reads event-file runs' scalars with scalar_series).
+for _name in (*_QUERIES, "_listing", "_damage", "scalar_values", "scalar_points"):
     setattr(RunReader, _name, _damage_is_a_store_error(getattr(RunReader, _name)))
 
 
-def list_runs(logdir: str | os.PathLike) -> list[RunInfo]:
+def list_runs(logdir: str | os.PathLike, cache: ListingCache | None = None) -> list[RunInfo]:
     """Every subfolder of logdir, by name, never raising for one of them: a folder that is
     not a run store it can open is UNREADABLE, one that opens but has a damaged side file or
     database is DAMAGED (whatever its writer's status was); `error` says which file (relative
-    to logdir) and what is wrong."""
+    to logdir) and what is wrong. With a cache, a folder whose files did not change since the
+    last listing through it is not read again."""
     root = Path(logdir)
     if not root.is_dir():
         raise FileNotFoundError(errno.ENOENT, "log directory does not exist", str(root))
     children = sorted((p for p in root.iterdir() if p.is_dir()), key=lambda p: p.name)
+    if cache is not None:
+        cache.keep_only(children)
     if len(children) < _PARALLEL_LISTING:
-        return [_listed(child, root) for child in children]
+        return [_listed(child, root, cache) for child in children]
     # SQLite lets go of the GIL while it opens and reads, so a few threads overlap the
     # runs' file reads (a logdir of hundreds of runs lists about twice as fast).
     with concurrent.futures.ThreadPoolExecutor(_LISTING_THREADS) as pool:
-        return list(pool.map(lambda child: _listed(child, root), children))
+        return list(pool.map(lambda child: _listed(child, root, cache), children))
 
 
 _PARALLEL_LISTING = 16
 _LISTING_THREADS = 4
+
+
+class ListingCache:
+    """What list_runs read of each run folder, kept while the folder is unchanged: the same
+    database and WAL (inode, mtime, size, mode), side-file folder and each side file its rows
+    name. A refresh of unchanged runs then costs a few stats per run. A RUNNING run is never
+    kept (it turns INTERRUPTED by time alone), nor a folder of TensorBoard event files.
+    Safe to share between threads; `reads` counts folders read from disk."""
+
+    def __init__(self) -> None:
+        self._entries: dict[str, tuple[tuple, tuple, RunInfo]] = {}
+        self._lock = threading.Lock()
+        self.reads = 0
+
+    def lookup(self, child: Path, stamp: tuple) -> RunInfo | None:
+        with self._lock:
+            entry = self._entries.get(str(child))
+        if entry is None or entry[0] != stamp:
+            return None
+        side_files, info = entry[1], entry[2]
+        if any(_file_stamp(path) != seen for path, seen in side_files):
+            return None
+        return info
+
+    def store(self, child: Path, stamp: tuple, side_files: tuple, info: RunInfo) -> None:
+        with self._lock:
+            self.reads += 1
+            if info.status == RUNNING:
+                self._entries.pop(str(child), None)
+            else:
+                self._entries[str(child)] = (stamp, side_files, info)
+
+    def keep_only(self, children: list[Path]) -> None:
+        """Forget folders no longer listed (the cache stays the size of the log directory)."""
+        names = {str(child) for child in children}
+        with self._lock:
+            for gone in self._entries.keys() - names:
+                del self._entries[gone]
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+
+def _file_stamp(path: Path) -> tuple | None:
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    return stat.st_ino, stat.st_mtime_ns, stat.st_size, stat.st_mode
+
+
+def _folder_stamp(child: Path) -> tuple:
+    """What changes when a run folder's listing can: the folder's own mode (not its mtime:
+    a reader's -shm file touches that), the database, a non-empty WAL (the first reader of
+    a closed run may leave an empty one) and the side-file folder."""
+    folder = _file_stamp(child)
+    wal = _file_stamp(child / f"{DATABASE_NAME}-wal")
+    return (None if folder is None else folder[::3], _file_stamp(child / DATABASE_NAME),
+            wal if wal is not None and wal[2] else None,
+            _file_stamp(child / store.BLOB_DIR))
 
 
 def open_run(run_dir: str | os.PathLike) -> RunReader | EventFileReader:
@@ -546,25 +659,46 @@ def open_run(run_dir: str | os.PathLike) -> RunReader | EventFileReader:
     return RunReader(run_dir)
 
 
-def _listed(child: Path, root: Path) -> RunInfo:
+def _listed(child: Path, root: Path, cache: ListingCache | None = None) -> RunInfo:
     from engine.record import event_files  # it builds on this module's errors
 
     if event_files.is_event_file_run(child):
         return event_files.listed(child)
-    # One broken folder must not hide the others: whatever it raises becomes its reason.
+    if cache is None:
+        return _read_listing(child, root)[0]
+    stamp = _folder_stamp(child)      # before the read: a change during it is seen next time
+    info = cache.lookup(child, stamp)
+    if info is None:
+        info, side_files = _read_listing(child, root)
+        cache.store(child, stamp, side_files, info)
+    return info
+
+
+def _read_listing(child: Path, root: Path) -> tuple[RunInfo, tuple]:
+    """The folder's RunInfo from one connection, and the (path, stamp) of each side file its
+    rows name. One broken folder must not hide the others: whatever it raises becomes its
+    reason (UNREADABLE while it cannot be opened as a run store, DAMAGED after)."""
+    reader = RunReader.__new__(RunReader)
+    opened = False
     try:
-        reader = RunReader(child)
+        reader._locate(child)
+        with reader._connect() as conn:
+            meta = _read_meta(reader._db, conn)
+            _check_version(reader._db, meta)
+            opened = True
+            info, named = reader._listing(conn, meta)
+        side_files = tuple((path, _file_stamp(path)) for path in
+                           {store.blob_path(child, blob) for _t, _s, blob in named
+                            if isinstance(blob, str) and _BLOB_ID.fullmatch(blob)})
+        damage = reader._damage(named)
     except Exception as exc:  # noqa: BLE001
-        status = DAMAGED if _sqlite_says_corrupt(exc) else UNREADABLE
+        corrupt = not opened and _sqlite_says_corrupt(exc)
+        status = DAMAGED if opened or corrupt else UNREADABLE
         return RunInfo(name=child.name, path=str(child), status=status,
-                       error=_reason(exc, root))
-    try:
-        info = reader.info()
-        damage = reader.damage()
-    except Exception as exc:  # noqa: BLE001
-        return RunInfo(name=child.name, path=str(child), status=DAMAGED,
-                       error=_reason(exc, root))
-    return info if damage is None else dataclasses.replace(info, status=DAMAGED, error=damage)
+                       error=_reason(exc, root)), ()
+    if damage is not None:
+        info = dataclasses.replace(info, status=DAMAGED, error=damage)
+    return info, side_files
 
 
 def _sqlite_says_corrupt(exc: BaseException) -> bool:
@@ -592,6 +726,7 @@ def _reason(exc: Exception, root: Path) -> str:
 
 
 _SCALAR_ROW = np.dtype([("step", np.int64), ("value", np.float64)])
+_IDS_PER_QUERY = 900          # under SQLite's oldest limit of 999 bound parameters
 _SCALAR_SERIES_ROW = np.dtype([("step", np.int64), ("value", np.float64),
                                ("wall_time", np.float64)])
 
@@ -619,6 +754,15 @@ def _npy_problem(handle, size: int) -> str | None:
     if size < expected:
         return f"truncated: {size} bytes, its header promises {expected}"
     return None
+
+
+def _named_side_files(conn: sqlite3.Connection) -> list[tuple[str, int, Any]]:
+    """(table, seq, side file id) of every row that names a side file."""
+    present = {row[0] for row in conn.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'table'")}
+    return [(table, seq, blob) for table in _BLOB_TABLES if table in present
+            for seq, blob in conn.execute(
+                f"SELECT seq, blob FROM {table} WHERE blob IS NOT NULL")]
 
 
 def _read_meta(db: Path, conn: sqlite3.Connection) -> dict[str, Any]:

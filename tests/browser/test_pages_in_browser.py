@@ -95,3 +95,23 @@ def test_from_a_run_to_its_graph_inspector_then_to_its_loss(workbench, recorded_
     workbench.wait_for_element("#scalars-curves-div .js-plotly-plot .scatterlayer .trace")
     workbench.wait_for_contains_text("#scalars-curves-div .legend", run)
     assert workbench.get_logs() == []
+
+
+def test_runs_page_pages_a_large_logdir(dash_duo, tmp_path):
+    """Past PAGE_ROWS runs the table shows a page at a time; Next and Previous turn it."""
+    from workbench.app import create_app
+    from workbench.pages.runs import PAGE_ROWS
+
+    logdir = tmp_path / "logs"
+    for k in range(PAGE_ROWS + 3):
+        with RunWriter(logdir, f"run-{k:03d}") as writer:
+            writer.scalar("loss", 1.0, 0)
+    dash_duo.start_server(create_app(logdir))
+    dash_duo.wait_for_contains_text("#runs-page-text", f"Runs 1–{PAGE_ROWS} of {PAGE_ROWS + 3}")
+    assert len(dash_duo.find_elements(".runs-table .run-row")) == PAGE_ROWS
+    dash_duo.find_element("#runs-next-button").click()
+    dash_duo.wait_for_contains_text("#runs-page-text", f"Runs {PAGE_ROWS + 1}–{PAGE_ROWS + 3}")
+    dash_duo.wait_for_contains_text(".runs-table", f"run-{PAGE_ROWS + 2:03d}")
+    dash_duo.find_element("#runs-previous-button").click()
+    dash_duo.wait_for_contains_text("#runs-page-text", f"Runs 1–{PAGE_ROWS}")
+    assert dash_duo.get_logs() == []

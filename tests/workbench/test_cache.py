@@ -123,14 +123,14 @@ def test_twenty_requests_for_a_long_series_read_it_once(empty_logdir, monkeypatc
         for step in range(2000):
             writer.scalar("loss", 1.0 / (step + 1), step)
     reads = []
-    original = RunReader.scalar_series
+    original = RunReader.scalar_values      # the curve's read of every value
 
     def counted(self, tag):
         reads.append(tag)
-        key = next(key for key in data._cache._flights if key[2] == "scalar_series")
+        key = next(key for key in data._cache._flights if key[2] == "drawn_points")
         wait_for_waiters(data._cache, key, 19)
         return original(self, tag)
-    monkeypatch.setattr(RunReader, "scalar_series", counted)
+    monkeypatch.setattr(RunReader, "scalar_values", counted)
     curves = run_together(lambda: data.curve("long", "loss", 0.6), count=20)
     assert reads == ["loss"]
     assert all(curve is curves[0] for curve in curves)

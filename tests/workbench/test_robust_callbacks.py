@@ -164,7 +164,7 @@ def test_damaged_runs_are_listed_and_each_page_says_what_is_wrong(damaged, text_
     assert len(rows) == 28                         # placements are whole
     shown = text_of(scalars.curves([damaged.bad_scalars, "mlp-lr0.5"], ["loss"], 0.6))
     assert shown.startswith(f"{damaged.bad_scalars}: Cannot show this: the run is damaged (")
-    assert "run.sqlite: damaged record in scalar_series()" in shown
+    assert "run.sqlite: damaged record in scalar_values()" in shown
     graphs = scalars.curves([damaged.bad_scalars, "mlp-lr0.5"], ["loss"], 0.6)
     drawn = [t.name for t in graphs[-1].figure.data if t.showlegend is not False]
     assert drawn == ["mlp-lr0.5"]                  # the whole run still draws
@@ -260,7 +260,7 @@ def test_the_server_answers_bad_requests_without_a_5xx(server, caplog):
     statuses = {}
     path = "/_dash-update-component"
     served = {key: spec for key, spec in app.callback_map.items() if "callback" in spec}
-    assert len(served) == 43                  # the pages' 42 and Dash's page router
+    assert len(served) == 45                  # the pages' 44 and Dash's page router
     for key, spec in served.items():
         for value in HOSTILE:
             for position in range(len(spec["inputs"])):

@@ -1,6 +1,6 @@
 """Runs page (`/`): every folder in the log directory with its status, steps, tags and start
-time, unreadable and damaged folders included with the reason; polls so new runs appear
-while they are written."""
+time, unreadable and damaged folders included with the reason; PAGE_ROWS to a page, with
+previous and next buttons; polls so new runs appear while they are written."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ import time
 from urllib.parse import urlencode
 
 import dash
-from dash import Input, Output, dcc, html
+from dash import Input, Output, State, dcc, html
 
 from engine.record.schema import UNREADABLE, RunInfo
-from workbench import data
+from workbench import data, inputs
 from workbench.pages.common import answers, loading, message, page_header
 
 PATH = "/"
@@ -22,13 +22,27 @@ TABLE_DIV = "runs-table-div"
 TABLE_LOADING = "runs-table-loading"
 REFRESH_INTERVAL = "runs-refresh-interval"
 EMPTY_TEXT = "runs-empty-text"
+PAGE_STORE = "runs-page-store"
+PREVIOUS_BUTTON = "runs-previous-button"
+NEXT_BUTTON = "runs-next-button"
+PAGE_TEXT = "runs-page-text"
+PAGER_DIV = "runs-pager-div"
+HIDDEN, SHOWN = {"display": "none"}, {}
 TAG_LIMIT = 6
+# Rows drawn at once: a logdir of 500 runs builds, sends and draws 50 (a tenth of the work).
+PAGE_ROWS = 50
 
 
 def layout(**_query) -> html.Div:
     return html.Div([
         page_header("Runs", "Every run in the log directory; refreshed every few seconds."),
         dcc.Interval(id=REFRESH_INTERVAL, interval=REFRESH_MS),
+        dcc.Store(id=PAGE_STORE, data=0),
+        html.Div(id=PAGER_DIV, className="controls", style=HIDDEN, children=[
+            html.Button("Previous", id=PREVIOUS_BUTTON, className="button"),
+            html.Span(id=PAGE_TEXT, className="page-text"),
+            html.Button("Next", id=NEXT_BUTTON, className="button"),
+        ]),
         loading(TABLE_LOADING, html.Div(id=TABLE_DIV)),
     ])
 
@@ -69,19 +83,64 @@ def _row(info: RunInfo) -> html.Tr:
     ])
 
 
+def _last_page(count: int) -> int:
+    return max(0, (count - 1) // PAGE_ROWS)
+
+
+def _page(value) -> int:
+    """A page number kept by the browser (0 when none)."""
+    return inputs.step_number(value, "the page") or 0
+
+
 @answers(message)
-def runs_table(_n_intervals: int | None) -> html.Table | html.P:
-    """The table of every folder in the log directory, by name; a message when empty."""
+def runs_table(_n_intervals: int | None, page: int | None = 0) -> html.Table | html.P:
+    """The table of one page of the folders in the log directory, by name (the last page
+    when `page` is past it); a message when empty."""
     infos = data.runs()
     if not infos:
         return message("No runs in the log directory yet. Record one with RunWriter or "
                        "`workbench demo`.", EMPTY_TEXT)
+    page = min(_page(page), _last_page(len(infos)))
     header = html.Tr([html.Th(text) for text in
                       ("Run", "Status", "Steps", "Scalar tags", "Started", "Open")])
     return html.Table(className="runs-table", children=[
-        html.Thead(header), html.Tbody([_row(info) for info in infos])])
+        html.Thead(header),
+        html.Tbody([_row(info) for info in infos[page * PAGE_ROWS:(page + 1) * PAGE_ROWS]])])
+
+
+@answers(lambda _problem: ("", HIDDEN))
+def pager(_n_intervals: int | None, page: int | None = 0) -> tuple[str, dict]:
+    """Which rows the table shows, and the pager's style: hidden while one page holds every
+    run (the listing is cached: asking it twice reads no run again)."""
+    count = len(data.runs())
+    page = min(_page(page), _last_page(count))
+    first = page * PAGE_ROWS + 1
+    shows = f"Runs {first}–{min(count, first + PAGE_ROWS - 1)} of {count}"
+    return (shows, SHOWN) if count > PAGE_ROWS else ("", HIDDEN)
+
+
+@answers(lambda _problem: 0)
+def turned_page(pressed: str | None, page: int | None) -> int:
+    """The page after pressing PREVIOUS_BUTTON or NEXT_BUTTON: never before the first or
+    past the last (the listing is cached, so counting the runs again is cheap)."""
+    page = _page(page)
+    if pressed == PREVIOUS_BUTTON:
+        return max(0, page - 1)
+    if pressed == NEXT_BUTTON:
+        return min(page + 1, _last_page(len(data.runs())))
+    return page
+
+
+def _turn_page(_previous: int | None, _next: int | None, page: int | None) -> int:
+    # One callback for both buttons (which was pressed is Dash's triggered id).
+    return turned_page(dash.ctx.triggered_id, page)
 
 
 def register_callbacks(app: dash.Dash) -> None:
-    app.callback(Output(TABLE_DIV, "children"), Input(REFRESH_INTERVAL, "n_intervals"))(
-        runs_table)
+    app.callback(Output(TABLE_DIV, "children"), Input(REFRESH_INTERVAL, "n_intervals"),
+                 Input(PAGE_STORE, "data"))(runs_table)
+    app.callback(Output(PAGE_TEXT, "children"), Output(PAGER_DIV, "style"),
+                 Input(REFRESH_INTERVAL, "n_intervals"), Input(PAGE_STORE, "data"))(pager)
+    app.callback(Output(PAGE_STORE, "data"), Input(PREVIOUS_BUTTON, "n_clicks"),
+                 Input(NEXT_BUTTON, "n_clicks"), State(PAGE_STORE, "data"),
+                 prevent_initial_call=True)(_turn_page)

@@ -47,6 +47,7 @@ CSV_BUTTON = "scalars-csv-button"
 JSON_BUTTON = "scalars-json-button"
 DOWNLOAD = "scalars-download"
 VIEW_LINK = "scalars-view-link"
+PRELOAD_GRAPH = "scalars-preload-graph"
 LOG_ON = "log"
 X_AXIS_LABELS = {"step": "Step", "relative": "Relative", "wall": "Wall"}
 
@@ -87,6 +88,9 @@ def layout(run: str | None = None, tag: str | None = None, x: str | None = None,
             ]),
         ]),
         html.P(id=NOTICE_TEXT, className="message notice"),
+        # An empty graph from the start, so the browser fetches and compiles plotly.js
+        # while the run and tag choices go back and forth, not after the curves arrive.
+        dcc.Graph(id=PRELOAD_GRAPH, style={"display": "none"}, config={"staticPlot": True}),
         loading(CURVES_LOADING, html.Div(id=CURVES_DIV)),
     ])
 
