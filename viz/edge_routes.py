@@ -6,11 +6,12 @@ through a box it does not belong to; plus the geometry (footprints) and crossing
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from viz.layout import BOX_LABEL, BOX_PAD, ROW_GAP
 
 Point = tuple[float, float]
+Intervals = list[tuple[float, float]]
 Rect = tuple[float, float, float, float]        # left, top, right, bottom
 SIDE_ROOM = 30.0               # how far outside the top-level rows a detour may run
 MARGIN = 5.0                   # an edge keeps this far from the members it passes
@@ -32,6 +33,7 @@ class Geometry:
     row_of: Mapping[str, int]                     # item -> index of its row in its box
     parents: Mapping[str, str]
     chains: Mapping[str, tuple[str, ...]]         # item -> boxes holding it, outermost first
+    free: dict = field(default_factory=dict)      # (box, row) -> its free x intervals, lazily
 
 
 def geometry(parents: Mapping[str, str], positions: Mapping[str, Point],
@@ -105,38 +107,68 @@ def _lateral(geo: Geometry, box: str) -> tuple[float, float]:
     return min(s[0] for s in spans) - SIDE_ROOM, max(s[1] for s in spans) + SIDE_ROOM
 
 
-def _gap_x(row: Row, lateral: tuple[float, float], wanted: float) -> float:
-    """The x nearest `wanted` where a vertical line passes `row` without touching its
-    members (the row's ends count; a box's padding is free space)."""
+def _free(row: Row, lateral: tuple[float, float]) -> Intervals:
+    """Where a vertical line passes `row` without touching its members, MARGIN away from
+    them (a gap narrower than that keeps its middle); the row's ends count, and a box's
+    padding is free space."""
     low, high = lateral
-    edges = [low, *[v for span in row.spans for v in span], high]
-    best, best_cost = wanted, None
-    for start, end in zip(edges[::2], edges[1::2]):
-        if end - start < 2 * MARGIN:
-            x = (start + end) / 2
-            if end - start <= 0:
-                continue
+    bounds = [low, *[v for span in row.spans for v in span], high]
+    free = []
+    for start, end in zip(bounds[::2], bounds[1::2]):
+        if end - start >= 2 * MARGIN:
+            free.append((start + MARGIN, end - MARGIN))
+        elif end > start:
+            free.append(((start + end) / 2, (start + end) / 2))
+    return free
+
+
+def _free_at(geo: Geometry, box: str, index: int) -> Intervals:
+    key = (box, index)
+    if key not in geo.free:
+        geo.free[key] = _free(geo.rows[box][index], _lateral(geo, box))
+    return geo.free[key]
+
+
+def _common(a: Intervals, b: Intervals) -> Intervals:
+    out, i, j = [], 0, 0
+    while i < len(a) and j < len(b):
+        start, end = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
+        if start <= end:
+            out.append((start, end))
+        if a[i][1] < b[j][1]:
+            i += 1
         else:
-            x = min(max(wanted, start + MARGIN), end - MARGIN)
-        cost = abs(x - wanted)
-        if best_cost is None or cost < best_cost:
-            best, best_cost = x, cost
-    return best
+            j += 1
+    return out
+
+
+def _nearest(free: Intervals, wanted: float) -> float:
+    return min((min(max(wanted, start), end) for start, end in free),
+               key=lambda x: abs(x - wanted))
 
 
 def _pass_rows(geo: Geometry, box: str, passed: range, x: float, wanted: float,
                points: list[Point]) -> float:
-    """Waypoints through the rows `passed` of `box` (top to bottom), each in a gap; the
-    runs between them lie in the bands between rows. Returns the x the route ends at."""
-    lateral = _lateral(geo, box)
+    """Waypoints through the rows `passed` of `box` (top to bottom): runs of rows that one
+    vertical line can pass (through gaps or beside them) are passed by one, at the x
+    nearest `wanted`; the moves between lie in the bands between rows. Returns the x the
+    route ends at."""
+    groups: list[tuple[int, int, Intervals]] = []
     for index in passed:
-        row = geo.rows[box][index]
-        gx = _gap_x(row, lateral, wanted)
-        above, below = _band_above(geo, box, index), _band_below(geo, box, index)
+        free = _free_at(geo, box, index)
+        if groups and (shared := _common(groups[-1][2], free)):
+            groups[-1] = (groups[-1][0], index, shared)
+        else:
+            groups.append((index, index, free))
+    for first, last, free in groups:
+        if not free:
+            continue
+        gx = x if any(start <= x <= end for start, end in free) else _nearest(free, wanted)
+        above = _band_above(geo, box, first)
         if abs(gx - x) > 0.5:
             points.append((x, above))
         points.append((gx, above))
-        points.append((gx, below))
+        points.append((gx, _band_below(geo, box, last)))
         x = gx
     return x
 
