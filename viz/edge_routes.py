@@ -33,7 +33,7 @@ class Geometry:
     row_of: Mapping[str, int]                     # item -> index of its row in its box
     parents: Mapping[str, str]
     chains: Mapping[str, tuple[str, ...]]         # item -> boxes holding it, outermost first
-    free: dict = field(default_factory=dict)      # (box, row) -> its free x intervals, lazily
+    free: dict = field(default_factory=dict)      # free x intervals per row and run, lazily
 
 
 def geometry(parents: Mapping[str, str], positions: Mapping[str, Point],
@@ -147,12 +147,13 @@ def _nearest(free: Intervals, wanted: float) -> float:
                key=lambda x: abs(x - wanted))
 
 
-def _pass_rows(geo: Geometry, box: str, passed: range, x: float, wanted: float,
-               points: list[Point]) -> float:
-    """Waypoints through the rows `passed` of `box` (top to bottom): runs of rows that one
-    vertical line can pass (through gaps or beside them) are passed by one, at the x
-    nearest `wanted`; the moves between lie in the bands between rows. Returns the x the
-    route ends at."""
+def _groups(geo: Geometry, box: str, passed: range) -> list[tuple[int, int, Intervals]]:
+    """(first row, last row, x intervals free in all of them) for each run of `passed`
+    that one vertical line can pass, greedily from the top (cached: the edges leaving one
+    box pass the same rows)."""
+    key = (box, passed.start, passed.stop)
+    if key in geo.free:
+        return geo.free[key]
     groups: list[tuple[int, int, Intervals]] = []
     for index in passed:
         free = _free_at(geo, box, index)
@@ -160,7 +161,17 @@ def _pass_rows(geo: Geometry, box: str, passed: range, x: float, wanted: float,
             groups[-1] = (groups[-1][0], index, shared)
         else:
             groups.append((index, index, free))
-    for first, last, free in groups:
+    geo.free[key] = groups
+    return groups
+
+
+def _pass_rows(geo: Geometry, box: str, passed: range, x: float, wanted: float,
+               points: list[Point]) -> float:
+    """Waypoints through the rows `passed` of `box` (top to bottom): runs of rows that one
+    vertical line can pass (through gaps or beside them) are passed by one, at the x
+    nearest `wanted`; the moves between lie in the bands between rows. Returns the x the
+    route ends at."""
+    for first, last, free in _groups(geo, box, passed):
         if not free:
             continue
         gx = x if any(start <= x <= end for start, end in free) else _nearest(free, wanted)

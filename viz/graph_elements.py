@@ -129,14 +129,19 @@ def _bins(values: Mapping[str, float], fmt) -> tuple[dict[str, str], list[Legend
 
 def leaf_colors(mode: str, leaves: Sequence[ViewNode], graph: GraphRecord,
                 assigned: Mapping[str, str], facts: StepFacts = NO_STEP,
-                devices: Sequence = ()) -> tuple[dict[str, str], list[LegendItem]]:
+                devices: Sequence = (), dominant: Mapping[str, str] | None = None
+                ) -> tuple[dict[str, str], list[LegendItem]]:
     """(leaf id -> fill colour, legend) for a colour mode; a leaf standing for many ops takes
-    their most common device or op type, or the sum of their time or bytes."""
-    if mode in ("device", "requested"):
+    their most common device or op type, or the sum of their time or bytes. `dominant`:
+    each leaf's most common assigned device, when the caller has it already."""
+    if mode == "device" and dominant is not None:
+        chosen = dict(dominant)
+    elif mode in ("device", "requested"):
         requested = {node.name: node.device for node in graph.nodes}
         source = assigned if mode == "device" else requested
         chosen = {leaf.id: _dominant(source.get(name, "") for name in leaf.members)
                   for leaf in leaves}
+    if mode in ("device", "requested"):
         entries = legend_entries(chosen.values(), devices)
         label = {entry.device: entry.label for entry in entries}
         if mode == "requested":
@@ -344,9 +349,9 @@ def graph_elements(view: HierarchyView, graph: GraphRecord,
     else:
         nodes, edges, box_device = list(view.nodes), view.edges, {}
     leaves = [node for node in nodes if not node.expanded]
-    colors, legend = leaf_colors(mode, leaves, graph, assigned, facts, devices)
     dominant = {leaf.id: _dominant(assigned.get(name, "") for name in leaf.members)
                 for leaf in leaves}
+    colors, legend = leaf_colors(mode, leaves, graph, assigned, facts, devices, dominant)
     elements = []
     for node in nodes:
         if node.expanded:

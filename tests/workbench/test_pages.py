@@ -6,6 +6,7 @@ from dash import dcc, no_update
 
 from engine.record import RunWriter
 from engine.record.schema import SOFT_FALLBACK
+from workbench import data
 from workbench.pages import graph, placement, runs, scalars
 from workbench.pages.graph_inspector import INSPECTOR_HINT
 
@@ -141,6 +142,17 @@ def test_the_first_view_comes_with_the_page(recorded):
         e["data"]["id"] for e in first["elements"]}
     assert "layer1/MatMul" in str(page) and first["summary"].startswith("graph version 1")
     assert graph.initial_view({"run": None, "step": None, "node": None})["run"] is not None
+
+
+def test_warming_builds_the_first_view_of_the_newest_runs(recorded):
+    data.clear_cache()
+    data.warm_graphs(limit=1)
+    grouped, _ = data.cache_stats()
+    data.clear_cache()
+    graph.warm(limit=1)
+    assert data.cache_stats()[0] > grouped         # the elements and what they need too
+    data.set_logdir(recorded.logdir / "missing")   # nothing to warm is not an error
+    graph.warm()
 
 
 def test_export_writes_the_svg_and_asks_cytoscape_for_the_png(recorded):

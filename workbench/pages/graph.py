@@ -94,6 +94,15 @@ def initial_view(query: dict) -> dict:
             "inspector": inspect(run, selected, step)}
 
 
+def warm(limit: int = 3) -> None:
+    """Builds the first view of the newest `limit` healthy runs (graph, grouping, layout,
+    edge routes, elements) before anyone asks, so a fresh server's first visit only sends
+    it; the server starts this in a thread. What fails is left for the page to tell."""
+    data.warm_graphs(limit)
+    for name in data.healthy_run_names()[:limit]:
+        initial_view({"run": name, "step": None, "node": None})
+
+
 def layout(run: str | None = None, step: str | None = None, node: str | None = None,
            **_query) -> html.Div:
     query = {"run": run, "step": step, "node": node}
