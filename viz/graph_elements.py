@@ -1,7 +1,8 @@
 """The graph page's picture as cytoscape data (pure lists and dicts, no dash): expanded
-scopes and series as compound boxes, collapsed ones as sized leaves, folded edges; colour
-modes with their legends; the partition view (a box per device, Send/Recv cut edges
-labelled); the stylesheet and the dagre layout the page hands to dash-cytoscape."""
+scopes and series as compound boxes, collapsed ones as sized leaves placed by the server,
+folded edges routed around boxes; colour modes with their legends; the partition view (a box
+per device, Send/Recv cut edges labelled); the stylesheet and the preset layout the page
+hands to dash-cytoscape."""
 
 from __future__ import annotations
 

@@ -153,6 +153,8 @@ def layout(run: str | None = None, step: str | None = None, node: str | None = N
                                style=CANVAS_STYLE,
                                minZoom=0.05, maxZoom=4,
                                boxSelectionEnabled=False, autounselectify=True,
+                               # the server placed every node and routed every edge
+                               autoungrabify=True,
                                autoRefreshLayout=False, responsive=True),
             ]),
             html.Div(className="graph-inspector",
