@@ -106,3 +106,25 @@ def test_inception_edges_cross_no_box_they_do_not_belong_to(inception, opened):
         assert crossings(geo, edges) > 0                     # drawn straight, they would
     routed = {e["data"]["id"] for e in elements if "routed" in e.get("classes", "")}
     assert routed == {f"{a}->{b}" for (a, b), bends in routes.items() if bends}
+
+
+def test_the_svg_export_draws_every_box_leaf_and_edge_along_its_route(mlp):
+    from xml.etree import ElementTree
+
+    from viz.graph_svg import graph_svg
+    graph, placements = mlp
+    view = hierarchy_view(build_hierarchy(graph), ["layer1", "layer2"])
+    elements, _ = graph_elements(view, graph, placements)
+    tree = ElementTree.fromstring(graph_svg(elements))      # well-formed XML
+    tag = "{http://www.w3.org/2000/svg}"
+    edges = [e for e in elements if "source" in e["data"]]
+    leaves = [e for e in elements if "position" in e]
+    boxes = len(elements) - len(edges) - len(leaves)
+    assert len(tree.findall(f"{tag}polyline")) == len(edges)
+    assert len(tree.findall(f"{tag}ellipse")) == sum(e["data"]["kind"] == "op" for e in leaves)
+    assert len(tree.findall(f"{tag}rect")) == 1 + boxes + sum(
+        e["data"]["kind"] != "op" for e in leaves)                 # 1: the background
+    routed = [e for e in edges if "routed" in e["classes"]]
+    lines = {len(line.get("points").split()) for line in tree.findall(f"{tag}polyline")}
+    assert routed and max(lines) > 2                               # bends are drawn too
+    assert "layer1/" in {text.findtext(f"{tag}tspan") for text in tree.iter(f"{tag}text")}
