@@ -4,7 +4,8 @@ opening a scope, for the 10,000-node sample (sample_graphs/inception_like.py) an
 four-tower variant; printed beside the peer figures of issue 8 as ratios, with the load
 average (the machine is shared). --phases prints, for the first round, when each request of
 the page started and ended and how big its answer was, and the browser's time to
-DOMContentLoaded: where a draw's time goes. Not a test.
+DOMContentLoaded, and the server's CPU time per phase (graph read, grouping, first view,
+each expand's drawing and its JSON): where a draw's time goes. Not a test.
 
 Usage: python bench/bench_graph_page.py [--keep DIR] [--rounds 3] [--phases]"""
 
@@ -180,6 +181,32 @@ def measure(logdir: Path, run: str, groups: list[str], phases: bool = False
     return first, expands
 
 
+def server_phases(logdir: Path, run: str, groups: list[str]) -> None:
+    """CPU milliseconds of each server phase, from a cold cache, in this process."""
+    from dash._utils import to_json
+
+    from workbench import data
+    from workbench.pages import graph as page
+
+    def cpu(label: str, work, *args):
+        start = time.process_time()
+        value = work(*args)
+        print(f"    {label:44s} {1000 * (time.process_time() - start):7.1f} ms CPU")
+        return value
+
+    data.set_logdir(logdir)                     # and an empty cache
+    cpu("graph record read", lambda: data.graph(run))
+    cpu("hierarchy (scopes and series)", lambda: data.hierarchy(run))
+    first = cpu("first view (layout, routes, elements)",
+                lambda: page.initial_view({"run": run, "step": None, "node": None}))
+    opened = set(first["expanded"])
+    for group in groups:
+        opened.add(group)
+        drawn = cpu(f"expand {group}", page.draw, run, sorted(opened), "device", None, [],
+                    group)
+        cpu(f"  its JSON ({len(to_json(drawn)) // 1000} KB)", to_json, drawn)
+
+
 def table(name: str, firsts: list[float], expands: list[float]) -> None:
     first, opened = statistics.median(firsts), statistics.median(expands)
     print(f"\n{name}: first draw {first:.2f} s (median of {len(firsts)}, best "
@@ -218,6 +245,9 @@ def main() -> None:
                 firsts.append(first)
                 expands += opened
             table(which, firsts, expands)
+            if args.phases:
+                print(f"  server phases of {which}:")
+                server_phases(logdir, run, groups)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
