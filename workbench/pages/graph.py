@@ -13,7 +13,6 @@ import re
 import dash
 import dash_cytoscape as cyto
 from dash import Input, Output, State, dcc, html, no_update
-from dash.exceptions import PreventUpdate
 
 from viz.graph_elements import (
     COLOR_MODES,
@@ -304,9 +303,23 @@ def _first_view(run: str, query) -> tuple[list[str], str, str]:
     return sorted(expanded), "", f"No node named {clipped(node)} in this graph."
 
 
-def update_state(run, _collapse, _expand, tap, _search, _submit, pattern, current, selected,
-                 query):
-    return next_state(dash.ctx.triggered_id, run, tap, pattern, current, selected, query)
+def update_state(run, _collapse, _expand, tap, _search, _submit, mode, step, partition,
+                 pattern, current, selected, query):
+    """The new state and its drawing in one answer (a tap is one request, not two): the
+    colour mode, step and partition view redraw the current state; anything else moves
+    it (next_state). The run first: Dash calls this once when a new run changes the step."""
+    triggered = {item["prop_id"].partition(".")[0] for item in dash.ctx.triggered}
+    if triggered and triggered <= {COLOR_DROPDOWN, STEP_DROPDOWN, PARTITION_CHECK}:
+        expanded, chosen, told = no_update, no_update, no_update
+    else:
+        trigger = RUN_DROPDOWN if RUN_DROPDOWN in triggered else dash.ctx.triggered_id
+        expanded, chosen, told = next_state(trigger, run, tap, pattern, current, selected,
+                                            query)
+        if expanded is no_update and chosen is no_update:
+            return (expanded, chosen, told) + (no_update,) * 6
+    drawn = draw(run, current if expanded is no_update else expanded, mode, step, partition,
+                 selected if chosen is no_update else chosen)
+    return (expanded, chosen, told) + drawn
 
 
 def _partition(value) -> bool:
@@ -408,13 +421,6 @@ def selection_style(selected) -> list[dict]:
                                       "border-style": "solid", "border-opacity": 1}}]
 
 
-def update_drawing(expanded, mode, step, partition, selected, run):
-    """The run is a State: a new run first gets its expansion, which then draws it once."""
-    if expanded is None:
-        raise PreventUpdate
-    return draw(run, expanded, mode, step, partition, selected)
-
-
 @answers(lambda problem: message(problem))
 def inspect(run: str | None, selected, step):
     """The inspector for the selected op, scope or series."""
@@ -473,20 +479,18 @@ def register_callbacks(app: dash.Dash) -> None:
     app.callback(Output(STEP_DROPDOWN, "options"), Output(STEP_DROPDOWN, "value"),
                  Input(RUN_DROPDOWN, "value"), State(QUERY_STORE, "data"), **once)(step_choice)
     app.callback(Output(EXPANDED_STORE, "data"), Output(SELECTED_STORE, "data"),
-                 Output(SEARCH_TEXT, "children"),
+                 Output(SEARCH_TEXT, "children"), Output(CYTO, "elements"),
+                 Output(LEGEND_DIV, "children"), Output(DAG_MESSAGE, "children"),
+                 Output(DAG_MESSAGE, "style"), Output(SUMMARY_TEXT, "children"),
+                 Output(CYTO, "layout"),
                  Input(RUN_DROPDOWN, "value"), Input(COLLAPSE_BUTTON, "n_clicks"),
                  Input(EXPAND_BUTTON, "n_clicks"), Input(CYTO, "tapNodeData"),
                  Input(SEARCH_BUTTON, "n_clicks"), Input(SEARCH_INPUT, "n_submit"),
+                 Input(COLOR_DROPDOWN, "value"), Input(STEP_DROPDOWN, "value"),
+                 Input(PARTITION_CHECK, "value"),
                  State(SEARCH_INPUT, "value"), State(EXPANDED_STORE, "data"),
                  State(SELECTED_STORE, "data"), State(QUERY_STORE, "data"),
                  **once)(update_state)
-    app.callback(Output(CYTO, "elements"), Output(LEGEND_DIV, "children"),
-                 Output(DAG_MESSAGE, "children"), Output(DAG_MESSAGE, "style"),
-                 Output(SUMMARY_TEXT, "children"), Output(CYTO, "layout"),
-                 Input(EXPANDED_STORE, "data"), Input(COLOR_DROPDOWN, "value"),
-                 Input(STEP_DROPDOWN, "value"), Input(PARTITION_CHECK, "value"),
-                 Input(SELECTED_STORE, "data"), State(RUN_DROPDOWN, "value"),
-                 **once)(update_drawing)
     app.callback(Output(INSPECTOR_DIV, "children"), Input(RUN_DROPDOWN, "value"),
                  Input(SELECTED_STORE, "data"), Input(STEP_DROPDOWN, "value"),
                  **once)(inspect)
