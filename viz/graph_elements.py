@@ -1,7 +1,8 @@
 """The graph page's picture as cytoscape data (pure lists and dicts, no dash): expanded
-scopes and series as compound boxes, collapsed ones as sized leaves, folded edges; colour
-modes with their legends; the partition view (a box per device, Send/Recv cut edges
-labelled); the stylesheet and the dagre layout the page hands to dash-cytoscape."""
+scopes and series as compound boxes, collapsed ones as sized leaves placed by the server,
+folded edges routed around boxes; colour modes with their legends; the partition view (a box
+per device, Send/Recv cut edges labelled); the stylesheet and the preset layout the page
+hands to dash-cytoscape."""
 
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ from viz.colors import (
     parse_device,
     text_color,
 )
+from viz.edge_routes import geometry, route, segments
 from viz.edges import input_source
 from viz.hierarchy import OP, ROOT, SERIES, HierarchyView, ViewEdge, ViewNode, fold_edges
 from viz.layout import BOX_PAD, nested_layout
@@ -128,14 +130,19 @@ def _bins(values: Mapping[str, float], fmt) -> tuple[dict[str, str], list[Legend
 
 def leaf_colors(mode: str, leaves: Sequence[ViewNode], graph: GraphRecord,
                 assigned: Mapping[str, str], facts: StepFacts = NO_STEP,
-                devices: Sequence = ()) -> tuple[dict[str, str], list[LegendItem]]:
+                devices: Sequence = (), dominant: Mapping[str, str] | None = None
+                ) -> tuple[dict[str, str], list[LegendItem]]:
     """(leaf id -> fill colour, legend) for a colour mode; a leaf standing for many ops takes
-    their most common device or op type, or the sum of their time or bytes."""
-    if mode in ("device", "requested"):
+    their most common device or op type, or the sum of their time or bytes. `dominant`:
+    each leaf's most common assigned device, when the caller has it already."""
+    if mode == "device" and dominant is not None:
+        chosen = dict(dominant)
+    elif mode in ("device", "requested"):
         requested = {node.name: node.device for node in graph.nodes}
         source = assigned if mode == "device" else requested
         chosen = {leaf.id: _dominant(source.get(name, "") for name in leaf.members)
                   for leaf in leaves}
+    if mode in ("device", "requested"):
         entries = legend_entries(chosen.values(), devices)
         label = {entry.device: entry.label for entry in entries}
         if mode == "requested":
@@ -271,18 +278,36 @@ def _leaf(node: ViewNode, parent: str, color: str, device: str, selected: bool) 
     return {"data": data, "classes": classes}
 
 
-def _place(elements: list[dict], nodes: Sequence[ViewNode], edges: Sequence[ViewEdge]) -> None:
+def _place(elements: list[dict], nodes: Sequence[ViewNode], edges: Sequence[ViewEdge]
+           ) -> dict[tuple[str, str], list[tuple[float, float]]]:
     """Positions every leaf (cytoscape's preset layout): each open box lays out its own
     members, as TensorBoard does, so the server computes (and caches) the layout once per
-    expansion and the browser only draws."""
+    expansion and the browser only draws. Returns each edge's bend points around the boxes
+    it does not belong to (viz.edge_routes)."""
     sizes = {e["data"]["id"]: (e["data"]["width"], e["data"]["height"]) for e in elements
              if "width" in e["data"]}
     parents = {node.id: node.parent for node in nodes}
-    at = nested_layout(parents, sizes, [(edge.src, edge.dst) for edge in edges])
+    pairs = [(edge.src, edge.dst) for edge in edges]
+    at = nested_layout(parents, sizes, pairs)
     for element in elements:
         found = at.get(element["data"]["id"])
         if found is not None and "width" in element["data"]:
             element["position"] = {"x": found[0], "y": found[1]}
+    placed = geometry(parents, at, sizes)
+    return {pair: route(placed, *pair) for pair in pairs}
+
+
+def _routed(element: dict, bends: list[tuple[float, float]],
+            at: Mapping[str, dict]) -> None:
+    """A segments curve through the bend points (an edge without any stays a bezier)."""
+    if not bends:
+        return
+    data = element["data"]
+    src, dst = at[data["source"]], at[data["target"]]
+    distances, weights = segments((src["x"], src["y"]), (dst["x"], dst["y"]), bends)
+    data["bends"] = " ".join(f"{d:g}" for d in distances)
+    data["weights"] = " ".join(f"{w:g}" for w in weights)
+    element["classes"] += " routed"
 
 
 def _box(node: ViewNode, parent: str, color: str = "") -> dict:
@@ -325,9 +350,9 @@ def graph_elements(view: HierarchyView, graph: GraphRecord,
     else:
         nodes, edges, box_device = list(view.nodes), view.edges, {}
     leaves = [node for node in nodes if not node.expanded]
-    colors, legend = leaf_colors(mode, leaves, graph, assigned, facts, devices)
     dominant = {leaf.id: _dominant(assigned.get(name, "") for name in leaf.members)
                 for leaf in leaves}
+    colors, legend = leaf_colors(mode, leaves, graph, assigned, facts, devices, dominant)
     elements = []
     for node in nodes:
         if node.expanded:
@@ -336,7 +361,8 @@ def graph_elements(view: HierarchyView, graph: GraphRecord,
         else:
             elements.append(_leaf(node, node.parent, colors.get(node.id, UNPLACED_COLOR),
                                   dominant[node.id], node.id == selected))
-    _place(elements, nodes, edges)
+    bends = _place(elements, nodes, edges)
+    at = {e["data"]["id"]: e["position"] for e in elements if "position" in e}
     device_of = (
         {leaf.id: box_device[leaf.id] for leaf in leaves} if partition else dominant)
     cut_index = _cut_index(cuts) if partition else {}
@@ -345,7 +371,9 @@ def graph_elements(view: HierarchyView, graph: GraphRecord,
         src, dst = device_of.get(edge.src, ""), device_of.get(edge.dst, "")
         cut = bool(src and dst and src != dst)
         label = cut_label(edge, cut_index, facts) if cut and partition else ""
-        elements.append(_edge(edge, cut, label))
+        element = _edge(edge, cut, label)
+        _routed(element, bends[(edge.src, edge.dst)], at)
+        elements.append(element)
         crossed = crossed or (cut and not edge.control)
     if crossed:
         legend.append(LegendItem(CUT_LEGEND, CUT_COLOR, kind="edge"))
@@ -387,6 +415,9 @@ def stylesheet() -> list[dict]:
             "events": "no",           # a click on a node an edge crosses is the node's
             "target-arrow-shape": "triangle", "target-arrow-color": "#a7b0bc",
             "arrow-scale": 0.8, "opacity": 0.9}},
+        {"selector": "edge.routed", "style": {
+            "curve-style": "segments", "edge-distances": "node-position",
+            "segment-distances": "data(bends)", "segment-weights": "data(weights)"}},
         {"selector": "edge.control", "style": {"line-style": "dotted"}},
         {"selector": "edge.cut", "style": {"line-color": CUT_COLOR,
                                            "target-arrow-color": CUT_COLOR,

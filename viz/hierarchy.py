@@ -10,7 +10,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from engine.record.schema import GraphRecord
-from viz.scopes import all_scopes, loop_frames
 
 OP = "op"
 SCOPE = "scope"
@@ -108,10 +107,29 @@ def series_label(prefix: str, numbers: list[int], has_base: bool) -> str:
     return f"{prefix}, {label}" if has_base and numbers else label
 
 
+def name_scopes(names: Iterable[str]) -> frozenset[str]:
+    """Every proper name prefix: "a/b/c" lives in scopes "a" and "a/b"."""
+    scopes: set[str] = set()
+    for name in names:
+        cut = name.rfind("/")
+        # The longest prefix first: once one is known, so are all shorter ones.
+        while cut > 0 and name[:cut] not in scopes:
+            scopes.add(name[:cut])
+            cut = name.rfind("/", 0, cut)
+    return frozenset(scopes)
+
+
+def loop_scopes(graph: GraphRecord) -> frozenset[str]:
+    """The scopes of while loops: those that directly hold a LoopCond (`while`, `rnn/while`),
+    as TF's while_loop names its frame."""
+    return frozenset(node.name.rpartition("/")[0] for node in graph.nodes
+                     if node.op == "LoopCond" and "/" in node.name)
+
+
 class _Builder:
     def __init__(self, graph: GraphRecord) -> None:
         self.graph = graph
-        self.scopes = all_scopes(graph)
+        self.scopes = name_scopes(node.name for node in graph.nodes)
         self.children: dict[str, list[str]] = {ROOT: []}
         self.kind: dict[str, str] = {ROOT: SCOPE}
         self.op_of: dict[str, str] = {}
@@ -124,26 +142,25 @@ class _Builder:
         self._signatures(ROOT, signature)
         groups: dict[str, Group] = {}
         self._emit(ROOT, ROOT, "", signature, groups)
-        chains = {name: self._chain(oid, groups) for name, oid in self.op_ids.items()}
-        return Hierarchy(groups, self.op_ids, chains, loop_frames(self.graph),
-                         _edges(self.graph, self.op_ids))
+        chains = _chains(groups)
+        return Hierarchy(groups, self.op_ids,
+                         {name: chains[groups[oid].parent] for name, oid in self.op_ids.items()},
+                         loop_scopes(self.graph), _edges(self.graph, self.op_ids))
+
+    def _scope(self, scope: str) -> str:
+        """`scope` (and the scopes above it) added where missing, outermost first."""
+        if not scope or scope in self.kind:
+            return scope
+        parent = self._scope(scope.rpartition("/")[0])
+        self.kind[scope] = SCOPE
+        self.children[scope] = []
+        self.children[parent].append(scope)
+        return scope
 
     def _add_op(self, name: str, op: str) -> None:
-        parts = name.split("/")
-        parent = ROOT
-        for depth in range(1, len(parts)):
-            scope = "/".join(parts[:depth])
-            if scope not in self.kind:
-                self.kind[scope] = SCOPE
-                self.children[scope] = []
-                self.children[parent].append(scope)
-            parent = scope
+        parent = self._scope(name.rpartition("/")[0])
         if name in self.scopes:
-            if name not in self.kind:
-                self.kind[name] = SCOPE
-                self.children[name] = []
-                self.children[parent].append(name)
-            parent = name
+            parent = self._scope(name)
         oid = op_id(name, self.scopes)
         self.kind[oid] = OP
         self.op_of[oid] = op
@@ -242,30 +259,37 @@ class _Builder:
             sid += f"[{k[2]}]"
         return sid, label, sorted(items, key=_number_of)
 
-    def _chain(self, oid: str, groups: dict[str, Group]) -> tuple[str, ...]:
-        chain = []
-        item = groups[oid].parent
-        while item != ROOT:
-            chain.append(item)
-            item = groups[item].parent
-        return tuple(reversed(chain))
+
+
+def _chains(groups: Mapping[str, Group]) -> dict[str, tuple[str, ...]]:
+    """group id -> itself and the groups above it, outermost first (ROOT: ())."""
+    chains: dict[str, tuple[str, ...]] = {ROOT: ()}
+    for gid in reversed(groups):            # _emit adds a group after all it holds
+        if gid != ROOT and groups[gid].kind != OP:
+            chains[gid] = chains[groups[gid].parent] + (gid,)
+    return chains
 
 
 def _edges(graph: GraphRecord, names: Mapping[str, str]) -> tuple[tuple[str, str, bool], ...]:
     """viz.edges.graph_edges inlined (it is most of building a 10,000-node hierarchy):
-    one (producer, consumer, control) per distinct edge between nodes of the graph."""
-    seen: set[tuple[str, str, bool]] = set()
+    one (producer, consumer, control) per distinct edge between nodes of the graph, by
+    consumer in graph order, then by producer in graph order."""
+    order = {name: index for index, name in enumerate(names)}
+    edges: list[tuple[str, str, bool]] = []
     for node in graph.nodes:
+        found: dict[tuple[str, str, bool], int] = {}
         for spelled in node.inputs:
             if spelled[:1] == "^":
                 key = (spelled[1:], node.name, True)
             else:
                 src, sep, index = spelled.rpartition(":")
                 key = (src if sep and index.isdigit() else spelled, node.name, False)
-            if key[0] in names:
-                seen.add(key)
-    order = {name: index for index, name in enumerate(names)}
-    return tuple(sorted(seen, key=lambda edge: (order[edge[1]], order[edge[0]], edge[2])))
+            where = order.get(key[0])
+            if where is not None:
+                found[key] = where
+        if found:
+            edges += sorted(found, key=lambda edge: (found[edge], edge[2]))
+    return tuple(edges)
 
 
 def _last(item: str) -> str:

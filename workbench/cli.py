@@ -86,8 +86,8 @@ def serve(logdir: Path, host: str, port: int, allowed_hosts=(), token: str | Non
 
     token = token or os.environ.get(TOKEN_ENV) or None
     app = create_app(logdir)
-    from workbench import data
-    threading.Thread(target=data.warm_graphs, name="warm-graphs", daemon=True).start()
+    from workbench.pages.graph import warm as warm_graph_page
+    threading.Thread(target=warm_graph_page, name="warm-graphs", daemon=True).start()
     print(f"Workbench: {url(host, port)}{'?token=<your token>' if token else ''}", flush=True)
     serve_wsgi(app.server, host, port, allowed_hosts, token)
     return 0

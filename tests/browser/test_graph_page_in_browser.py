@@ -1,6 +1,7 @@
 """The Graph page in Chromium at 1280x800 on the demo's runs: drawn within the window, a
-scope opened by a click, a node found by search, colour modes and the partition view
-switched, the view exported, a node selected from the address; no console errors."""
+scope opened by a click, edges drawn along the server's routes, a node found by search,
+colour modes and the partition view switched, the view exported, a node selected from the
+address; no console errors."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from browser_helpers import click_node, drawn_ids, open_page, wait_for_graph
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.wait import WebDriverWait
 
+from viz.edge_routes import geometry, route
 from workbench.app import create_app
 from workbench.demo import run_demo
 
@@ -16,6 +18,12 @@ DEMO_STEPS = 4
 _FITS = """
 const box = document.querySelector('#graph-cytoscape').getBoundingClientRect();
 return [box.top, box.bottom, box.width, window.innerHeight, window.innerWidth];
+"""
+_DRAWN = """
+const cy = document.querySelector('#graph-cytoscape')._cyreg.cy;
+return [cy.nodes().map(n => [n.id(), n.data('parent') || '', n.isParent(), n.position(),
+                             n.data('width'), n.data('height')]),
+        cy.edges('.routed').map(e => [e.data('source'), e.data('target'), e.segmentPoints()])];
 """
 _DEVICE_BOXES = """
 const cy = document.querySelector('#graph-cytoscape')._cyreg.cy;
@@ -49,6 +57,7 @@ def test_graph_page_expands_searches_colours_partitions_and_exports(dash_duo, de
     dash_duo.wait_for_contains_text("#graph-inspector-div", "layer1/")
     dash_duo.wait_for_contains_text("#graph-summary-text", "drawn")
     assert "layer1/MatMul" in drawn_ids(dash_duo)
+    check_routes(dash_duo)
 
     search = dash_duo.find_element("#graph-search-input")
     search.send_keys(r"gradients/layer2/MatMul_grad/MatMul$" + Keys.ENTER)
@@ -75,6 +84,21 @@ def test_graph_page_expands_searches_colours_partitions_and_exports(dash_duo, de
     dash_duo.wait_for_contains_text("#graph-export-text", f"graph-{run}.png")
     assert wait_file(downloads / f"graph-{run}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert dash_duo.get_logs() == []
+
+
+def check_routes(duo) -> None:
+    """cytoscape bends each routed edge exactly where viz.edge_routes put its bend points."""
+    nodes, routed = duo.driver.execute_script(_DRAWN)
+    parents = {ident: parent for ident, parent, _, _, _, _ in nodes}
+    leaves = [(ident, at, w, h) for ident, _, box, at, w, h in nodes if not box]
+    geo = geometry(parents, {i: (at["x"], at["y"]) for i, at, _, _ in leaves},
+                   {i: (w, h) for i, _, w, h in leaves})
+    assert routed
+    for src, dst, points in routed:
+        wanted = route(geo, src, dst)
+        assert len(points) == len(wanted)
+        assert all(abs(p["x"] - x) < 1 and abs(p["y"] - y) < 1
+                   for p, (x, y) in zip(points, wanted))
 
 
 def wait_file(path):

@@ -6,6 +6,7 @@ from dash import dcc, no_update
 
 from engine.record import RunWriter
 from engine.record.schema import SOFT_FALLBACK
+from workbench import data
 from workbench.pages import graph, placement, runs, scalars
 from workbench.pages.graph_inspector import INSPECTOR_HINT
 
@@ -114,20 +115,58 @@ def test_draw_in_every_colour_mode_and_the_partition_view(recorded, text_of):
     assert labels and all(" B" in label or "KB" in label for label in labels)
 
 
-def test_selection_outlines_the_node_in_both_views():
+def test_selection_outlines_the_node_in_both_views(recorded):
+    opened = state(graph.RUN_DROPDOWN, recorded.run)[0]
+    plain = graph.draw(recorded.run, opened, "device", None, [])[0]
+    chosen = graph.draw(recorded.run, opened, "device", None, [], "layer1/MatMul")[0]
+    marked = [e["data"]["id"] for e in chosen if "selected" in e["classes"].split()]
+    assert marked == ["layer1/MatMul"]
+    assert not any("selected" in e["classes"].split() for e in plain)   # the cache is not
+    split = graph.draw(recorded.run, opened, "device", None, [graph.PARTITION], "x")[0]
+    (found,) = [e["data"]["id"] for e in split if "selected" in e["classes"].split()]
+    assert found.endswith("|x")                        # "DEVICE|x" in the partition view
+
+
+def test_selection_style_outlines_the_node_in_both_views():
     style = graph.selection_style("layer1/MatMul")
     assert style[-1]["selector"] == 'node[id = "layer1/MatMul"], node[id $= "|layer1/MatMul"]'
     assert len(graph.selection_style("")) == len(style) - 1
 
 
-def test_export_asks_cytoscape_for_an_svg_or_png(recorded):
-    svg, told = graph.export(graph.SVG_BUTTON, recorded.run)
-    assert svg["type"] == "svg" and svg["action"] == "download"
-    assert svg["filename"] == f"graph-{recorded.run}" and svg["options"]["full"]
+def test_the_first_view_comes_with_the_page(recorded):
+    page = graph.layout(run=recorded.run, node="layer1/MatMul")
+    first = graph.initial_view({"run": recorded.run, "step": None, "node": "layer1/MatMul"})
+    assert first["run"] == recorded.run and first["selected"] == "layer1/MatMul"
+    assert first["step"] == 49 and "layer1" in first["expanded"]
+    assert first["elements"] and set(first["layout"]["positions"]) <= {
+        e["data"]["id"] for e in first["elements"]}
+    assert "layer1/MatMul" in str(page) and first["summary"].startswith("graph version 1")
+    assert graph.initial_view({"run": None, "step": None, "node": None})["run"] is not None
+
+
+def test_warming_builds_the_first_view_of_the_newest_runs(recorded):
+    data.clear_cache()
+    data.warm_graphs(limit=1)
+    grouped, _ = data.cache_stats()
+    data.clear_cache()
+    graph.warm(limit=1)
+    assert data.cache_stats()[0] > grouped         # the elements and what they need too
+    data.set_logdir(recorded.logdir / "missing")   # nothing to warm is not an error
+    graph.warm()
+
+
+def test_export_writes_the_svg_and_asks_cytoscape_for_the_png(recorded):
+    opened = state(graph.RUN_DROPDOWN, recorded.run)[0]
+    request, svg, told = graph.export(graph.SVG_BUTTON, recorded.run, opened, "device", None,
+                                      [])
+    assert request is no_update and svg["filename"] == f"graph-{recorded.run}.svg"
+    assert svg["content"].startswith("<svg") and "layer1/" in svg["content"]
+    assert svg["content"].count("<polyline") == svg["content"].count("marker-end")
     assert told == f"Saved the view as graph-{recorded.run}.svg."
-    png, _ = graph.export(graph.PNG_BUTTON, "../x")
+    png, download, _ = graph.export(graph.PNG_BUTTON, "../x")
     assert png["type"] == "png" and png["filename"] == "graph-graph"   # never a path
-    assert graph.export(None, recorded.run) == (no_update, no_update)
+    assert download is no_update and png["options"]["full"]
+    assert graph.export(None, recorded.run) == (no_update, no_update, no_update)
 
 
 def test_inspector_shows_op_devices_and_reason(recorded, text_of):

@@ -51,7 +51,12 @@ CALLBACKS = {
                                                     [graph.PARTITION])),
     "graph.selection_style": (graph.selection_style, lambda r: ("layer1/MatMul",)),
     "graph.inspect": (graph.inspect, lambda r: (r.run, "layer1/MatMul", 49)),
-    "graph.export": (graph.export, lambda r: (graph.SVG_BUTTON, r.run)),
+    "graph.export": (graph.export, lambda r: (graph.SVG_BUTTON, r.run, ["layer1"], "device",
+                                               None, [])),
+    "graph.draw.selected": (graph.draw, lambda r: (r.run, ["layer1"], "device", None, [],
+                                                   "layer1/MatMul")),
+    "graph.initial_view": (graph.initial_view, lambda r: ({"run": r.run, "step": "3",
+                                                            "node": "layer1/MatMul"},)),
     "placement.run_choice": (placement.run_choice, lambda r: (r.run,)),
     "placement.device_options": (placement.device_options, lambda r: (r.run,)),
     "placement.placement_content": (placement.placement_content, lambda r: (r.run, "", [], [])),
@@ -260,7 +265,7 @@ def test_the_server_answers_bad_requests_without_a_5xx(server, caplog):
     statuses = {}
     path = "/_dash-update-component"
     served = {key: spec for key, spec in app.callback_map.items() if "callback" in spec}
-    assert len(served) == 45                  # the pages' 44 and Dash's page router
+    assert len(served) == 43                  # the pages' 42 and Dash's page router
     for key, spec in served.items():
         for value in HOSTILE:
             for position in range(len(spec["inputs"])):

@@ -1,8 +1,9 @@
 """Graph page (`/graph?run=NAME&step=N&node=NODE`): the recorded graph drawn with
 dash-cytoscape as TensorBoard draws it (expanded scopes and series as boxes, collapsed ones
-as counted nodes, dagre-routed edges), coloured by device, op type or a step's time or bytes,
-a partition view by device with labelled Send/Recv cuts, regex search, an inspector for the
-selected node, and SVG/PNG export."""
+as counted nodes, edges routed around boxes, all laid out on the server and sent with the
+page), coloured by device, op type or a step's time or bytes, a partition view by device
+with labelled Send/Recv cuts, regex search, an inspector for the selected node, and SVG/PNG
+export."""
 
 from __future__ import annotations
 
@@ -12,7 +13,6 @@ import re
 import dash
 import dash_cytoscape as cyto
 from dash import Input, Output, State, dcc, html, no_update
-from dash.exceptions import PreventUpdate
 
 from viz.graph_elements import (
     COLOR_MODES,
@@ -24,6 +24,7 @@ from viz.graph_elements import (
     step_facts,
     stylesheet,
 )
+from viz.graph_svg import graph_svg
 from viz.hierarchy import OP, expand_level_within, reveal, search
 from viz.inspector import group_details, node_stats, op_details, step_details
 from workbench import data
@@ -58,6 +59,7 @@ COLLAPSE_BUTTON = "graph-collapse-button"
 EXPAND_BUTTON = "graph-expand-button"
 SVG_BUTTON = "graph-svg-button"
 PNG_BUTTON = "graph-png-button"
+SVG_DOWNLOAD = "graph-svg-download"
 DAG_GRAPH = "graph-dag-graph"          # the canvas's frame: the message or the drawing
 DAG_MESSAGE = "graph-dag-message"
 CYTO = "graph-cytoscape"
@@ -72,21 +74,51 @@ EXPAND_LIMIT = 300             # "Expand a level" stops opening scopes past this
 # The drawing fills the window below the controls (cytoscape's own default is 600 px).
 CANVAS_STYLE = {"width": "100%", "height": "calc(100vh - 270px)", "minHeight": "320px"}
 
-cyto.load_extra_layouts()          # dagre, and the SVG export
+
+
+def initial_view(query: dict) -> dict:
+    """What the page first shows for its address, computed while the layout is built: the
+    drawing comes with the page instead of after a chain of callbacks (one request, not
+    five), which then fire only on what the user changes. Every part answers a problem
+    with a message, as its callback does."""
+    run_options_, run, notice = run_choice(query)
+    step_options, step = step_choice(run, query)
+    expanded, selected, told = next_state(None, run, None, None, None, "", query)
+    elements, legend, shown, shown_style, summary, drawn = draw(
+        run, expanded, DEFAULT_COLOR_MODE, step, [], selected)
+    return {"runs": run_options_, "run": run, "notice": notice, "steps": step_options,
+            "step": step, "expanded": expanded, "selected": selected, "search": told,
+            "elements": elements, "legend": legend, "message": shown,
+            "message_style": shown_style, "summary": summary, "layout": drawn,
+            "inspector": inspect(run, selected, step)}
+
+
+def warm(limit: int = 3) -> None:
+    """Builds the first view of the newest `limit` healthy runs (graph, grouping, layout,
+    edge routes, elements) before anyone asks, so a fresh server's first visit only sends
+    it; the server starts this in a thread. What fails is left for the page to tell."""
+    data.warm_graphs(limit)
+    for name in data.healthy_run_names()[:limit]:
+        initial_view({"run": name, "step": None, "node": None})
 
 
 def layout(run: str | None = None, step: str | None = None, node: str | None = None,
            **_query) -> html.Div:
+    query = {"run": run, "step": step, "node": node}
+    first = initial_view(query)
     return html.Div([
         page_header("Graph", "Data flows down. Boxes are open scopes and series; a node "
                              "with a count is a closed one (click it). Dashed orange edges "
                              "cross devices."),
-        dcc.Store(id=QUERY_STORE, data={"run": run, "step": step, "node": node}),
-        dcc.Store(id=EXPANDED_STORE),
-        dcc.Store(id=SELECTED_STORE, data=""),
+        dcc.Store(id=QUERY_STORE, data=query),
+        dcc.Store(id=EXPANDED_STORE, data=first["expanded"]),
+        dcc.Store(id=SELECTED_STORE, data=first["selected"]),
+        dcc.Download(id=SVG_DOWNLOAD),
         html.Div(className="controls graph-controls", children=[
-            labelled("Run", dcc.Dropdown(id=RUN_DROPDOWN, clearable=False)),
+            labelled("Run", dcc.Dropdown(id=RUN_DROPDOWN, clearable=False,
+                                         options=first["runs"], value=first["run"])),
             labelled("Step", dcc.Dropdown(id=STEP_DROPDOWN, clearable=True,
+                                          options=first["steps"], value=first["step"],
                                           placeholder="latest traced")),
             labelled("Colour", dcc.Dropdown(
                 id=COLOR_DROPDOWN, clearable=False, value=DEFAULT_COLOR_MODE,
@@ -106,23 +138,26 @@ def layout(run: str | None = None, step: str | None = None, node: str | None = N
         # One line of fixed height: cytoscape keeps where its canvas is on the page, so
         # nothing above it may move once it is drawn (clicks would miss their nodes).
         html.Div(className="graph-status", children=[
-            html.Span(id=NOTICE_TEXT, className="notice-inline"),
-            html.Span(id=SUMMARY_TEXT, className="muted"), " ",
-            html.Span(id=SEARCH_TEXT, className="search-text"), " ",
+            html.Span(first["notice"], id=NOTICE_TEXT, className="notice-inline"),
+            html.Span(first["summary"], id=SUMMARY_TEXT, className="muted"), " ",
+            html.Span(first["search"], id=SEARCH_TEXT, className="search-text"), " ",
             html.Span(id=EXPORT_TEXT, className="muted")]),
         html.Div(className="graph-layout", children=[
             html.Div(id=DAG_GRAPH, className="graph-canvas", children=[
-                html.P("Loading graph…", id=DAG_MESSAGE, className="message graph-message"),
-                html.Div(id=LEGEND_DIV, className="graph-legend"),
-                cyto.Cytoscape(id=CYTO, elements=[], stylesheet=stylesheet(),
-                               layout=cytoscape_layout(), className="graph-cytoscape",
+                html.P(first["message"], id=DAG_MESSAGE, className="message graph-message",
+                       style=first["message_style"]),
+                html.Div(first["legend"], id=LEGEND_DIV, className="graph-legend"),
+                cyto.Cytoscape(id=CYTO, elements=first["elements"], stylesheet=stylesheet(),
+                               layout=first["layout"], className="graph-cytoscape",
                                style=CANVAS_STYLE,
                                minZoom=0.05, maxZoom=4,
                                boxSelectionEnabled=False, autounselectify=True,
+                               # the server placed every node and routed every edge
+                               autoungrabify=True,
                                autoRefreshLayout=False, responsive=True),
             ]),
             html.Div(className="graph-inspector",
-                     children=html.Div(id=INSPECTOR_DIV, children=INSPECTOR_HINT)),
+                     children=html.Div(id=INSPECTOR_DIV, children=first["inspector"])),
         ]),
     ])
 
@@ -268,9 +303,23 @@ def _first_view(run: str, query) -> tuple[list[str], str, str]:
     return sorted(expanded), "", f"No node named {clipped(node)} in this graph."
 
 
-def update_state(run, _collapse, _expand, tap, _search, _submit, pattern, current, selected,
-                 query):
-    return next_state(dash.ctx.triggered_id, run, tap, pattern, current, selected, query)
+def update_state(run, _collapse, _expand, tap, _search, _submit, mode, step, partition,
+                 pattern, current, selected, query):
+    """The new state and its drawing in one answer (a tap is one request, not two): the
+    colour mode, step and partition view redraw the current state; anything else moves
+    it (next_state). The run first: Dash calls this once when a new run changes the step."""
+    triggered = {item["prop_id"].partition(".")[0] for item in dash.ctx.triggered}
+    if triggered and triggered <= {COLOR_DROPDOWN, STEP_DROPDOWN, PARTITION_CHECK}:
+        expanded, chosen, told = no_update, no_update, no_update
+    else:
+        trigger = RUN_DROPDOWN if RUN_DROPDOWN in triggered else dash.ctx.triggered_id
+        expanded, chosen, told = next_state(trigger, run, tap, pattern, current, selected,
+                                            query)
+        if expanded is no_update and chosen is no_update:
+            return (expanded, chosen, told) + (no_update,) * 6
+    drawn = draw(run, current if expanded is no_update else expanded, mode, step, partition,
+                 selected if chosen is no_update else chosen)
+    return (expanded, chosen, told) + drawn
 
 
 def _partition(value) -> bool:
@@ -310,9 +359,10 @@ def drawn_layout(elements: list[dict]) -> dict:
 
 
 @answers(lambda problem: _shown(problem))
-def draw(run: str | None, expanded, mode, step, partition) -> tuple:
+def draw(run: str | None, expanded, mode, step, partition, selected="") -> tuple:
     """(elements, legend, message, message style, summary, layout) for the chosen view;
-    elements are cached per (graph, expansion, colour mode, step, partition view)."""
+    elements are cached per (graph, expansion, colour mode, step, partition view), and the
+    selected node is outlined in a copy."""
     if not run:
         return _shown("No readable run in the log directory.")
     run = data.check_name(run)
@@ -342,19 +392,26 @@ def draw(run: str | None, expanded, mode, step, partition) -> tuple:
     cuts = sum(1 for element in elements if " cut" in element.get("classes", ""))
     summary = (f"graph version {record.version}: {leaves} nodes drawn for "
                f"{len(record.nodes)}, {cuts} cross-device edges")
-    return elements, _legend(legend), "", {"display": "none"}, summary, drawn_layout(elements)
+    return (with_selection(elements, selected), _legend(legend), "", {"display": "none"},
+            summary, drawn_layout(elements))
 
 
-def update_drawing(expanded, mode, step, partition, run):
-    """The run is a State: a new run first gets its expansion, which then draws it once."""
-    if expanded is None:
-        raise PreventUpdate
-    return draw(run, expanded, mode, step, partition)
+def with_selection(elements: list[dict], selected) -> list[dict]:
+    """The elements with the selected node (in both views: "ID", "DEVICE|ID") outlined by
+    its class: a class change is one element's update, where a new stylesheet would make
+    cytoscape restyle every element."""
+    if not isinstance(selected, str) or not 0 < len(selected) <= MAX_TEXT:
+        return elements
+    tail = "|" + selected
+    return [{**element, "classes": element["classes"] + " selected"}
+            if "source" not in element["data"] and (
+                element["data"]["id"] == selected or element["data"]["id"].endswith(tail))
+            else element for element in elements]
 
 
 def selection_style(selected) -> list[dict]:
-    """The stylesheet with the selected node outlined (in both views: "ID", "DEVICE|ID");
-    changing only the style keeps the layout and the user's zoom."""
+    """The stylesheet with the selected node outlined (in both views: "ID", "DEVICE|ID"),
+    for the Compare page, whose two canvases share one selection."""
     if not isinstance(selected, str) or not 0 < len(selected) <= MAX_TEXT:
         return stylesheet()
     quoted = json.dumps(selected)
@@ -390,45 +447,56 @@ def inspect(run: str | None, selected, step):
     return inspector_panel(details)
 
 
-def export(trigger: str | None, run: str | None) -> tuple[dict, str]:
-    """(cytoscape's generateImage request, what the page says) for the button pressed: the
-    browser draws and saves the file (the whole graph, not only what the window shows)."""
+def export(trigger: str | None, run: str | None, expanded=None, mode=DEFAULT_COLOR_MODE,
+           step=None, partition=None) -> tuple[dict, dict, str]:
+    """(cytoscape's generateImage request, a download, what the page says) for the button
+    pressed, of the whole graph (not only what the window shows): the PNG is drawn by the
+    browser; the SVG is written here from the view's elements (viz.graph_svg), which spares
+    every visit the browser-side SVG renderer's megabyte of script."""
     if trigger not in (SVG_BUTTON, PNG_BUTTON):
-        return no_update, no_update
-    kind = "svg" if trigger == SVG_BUTTON else "png"
+        return no_update, no_update, no_update
     name = run if isinstance(run, str) and re.fullmatch(r"[\w.-]{1,100}", run) else "graph"
-    request = {"type": kind, "action": "download",
-               "filename": f"graph-{name}", "options": {"full": True, "bg": "#ffffff"}}
-    if kind == "png":
-        request["options"]["scale"] = 2
-    return request, f"Saved the view as graph-{name}.{kind}."
+    if trigger == SVG_BUTTON:
+        elements = draw(run, expanded or [], mode, step, partition)[0]
+        return (no_update, dcc.send_string(graph_svg(elements), f"graph-{name}.svg",
+                                           type="image/svg+xml"),
+                f"Saved the view as graph-{name}.svg.")
+    request = {"type": "png", "action": "download", "filename": f"graph-{name}",
+               "options": {"full": True, "bg": "#ffffff", "scale": 2}}
+    return request, no_update, f"Saved the view as graph-{name}.png."
 
 
-def update_export(_svg, _png, run):
-    return export(dash.ctx.triggered_id, run)
+def update_export(_svg, _png, run, expanded, mode, step, partition):
+    return export(dash.ctx.triggered_id, run, expanded, mode, step, partition)
 
 
 def register_callbacks(app: dash.Dash) -> None:
+    """None fires when the page loads (initial_view drew it): only on what changes."""
+    once = {"prevent_initial_call": True}
     app.callback(Output(RUN_DROPDOWN, "options"), Output(RUN_DROPDOWN, "value"),
-                 Output(NOTICE_TEXT, "children"), Input(QUERY_STORE, "data"))(run_choice)
+                 Output(NOTICE_TEXT, "children"), Input(QUERY_STORE, "data"),
+                 **once)(run_choice)
     app.callback(Output(STEP_DROPDOWN, "options"), Output(STEP_DROPDOWN, "value"),
-                 Input(RUN_DROPDOWN, "value"), State(QUERY_STORE, "data"))(step_choice)
+                 Input(RUN_DROPDOWN, "value"), State(QUERY_STORE, "data"), **once)(step_choice)
     app.callback(Output(EXPANDED_STORE, "data"), Output(SELECTED_STORE, "data"),
-                 Output(SEARCH_TEXT, "children"),
+                 Output(SEARCH_TEXT, "children"), Output(CYTO, "elements"),
+                 Output(LEGEND_DIV, "children"), Output(DAG_MESSAGE, "children"),
+                 Output(DAG_MESSAGE, "style"), Output(SUMMARY_TEXT, "children"),
+                 Output(CYTO, "layout"),
                  Input(RUN_DROPDOWN, "value"), Input(COLLAPSE_BUTTON, "n_clicks"),
                  Input(EXPAND_BUTTON, "n_clicks"), Input(CYTO, "tapNodeData"),
                  Input(SEARCH_BUTTON, "n_clicks"), Input(SEARCH_INPUT, "n_submit"),
+                 Input(COLOR_DROPDOWN, "value"), Input(STEP_DROPDOWN, "value"),
+                 Input(PARTITION_CHECK, "value"),
                  State(SEARCH_INPUT, "value"), State(EXPANDED_STORE, "data"),
-                 State(SELECTED_STORE, "data"), State(QUERY_STORE, "data"))(update_state)
-    app.callback(Output(CYTO, "elements"), Output(LEGEND_DIV, "children"),
-                 Output(DAG_MESSAGE, "children"), Output(DAG_MESSAGE, "style"),
-                 Output(SUMMARY_TEXT, "children"), Output(CYTO, "layout"),
-                 Input(EXPANDED_STORE, "data"), Input(COLOR_DROPDOWN, "value"),
-                 Input(STEP_DROPDOWN, "value"), Input(PARTITION_CHECK, "value"),
-                 State(RUN_DROPDOWN, "value"))(update_drawing)
-    app.callback(Output(CYTO, "stylesheet"), Input(SELECTED_STORE, "data"))(selection_style)
+                 State(SELECTED_STORE, "data"), State(QUERY_STORE, "data"),
+                 **once)(update_state)
     app.callback(Output(INSPECTOR_DIV, "children"), Input(RUN_DROPDOWN, "value"),
-                 Input(SELECTED_STORE, "data"), Input(STEP_DROPDOWN, "value"))(inspect)
-    app.callback(Output(CYTO, "generateImage"), Output(EXPORT_TEXT, "children"),
+                 Input(SELECTED_STORE, "data"), Input(STEP_DROPDOWN, "value"),
+                 **once)(inspect)
+    app.callback(Output(CYTO, "generateImage"), Output(SVG_DOWNLOAD, "data"),
+                 Output(EXPORT_TEXT, "children"),
                  Input(SVG_BUTTON, "n_clicks"), Input(PNG_BUTTON, "n_clicks"),
-                 State(RUN_DROPDOWN, "value"), prevent_initial_call=True)(update_export)
+                 State(RUN_DROPDOWN, "value"), State(EXPANDED_STORE, "data"),
+                 State(COLOR_DROPDOWN, "value"), State(STEP_DROPDOWN, "value"),
+                 State(PARTITION_CHECK, "value"), **once)(update_export)
