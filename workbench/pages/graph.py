@@ -32,8 +32,13 @@ from workbench.pages.common import (
     answers,
     choose_run,
     labelled,
+    live_changed,
+    live_follow,
+    live_ids,
     message,
     page_header,
+    polled,
+    register_live,
     run_choices,
     run_notice,
     run_options,
@@ -65,6 +70,8 @@ LEGEND_DIV = "graph-legend-div"
 SUMMARY_TEXT = "graph-summary-text"
 NOTICE_TEXT = "graph-notice-text"
 INSPECTOR_DIV = "graph-inspector-div"
+LIVE = live_ids("graph")
+LIVE_PARTS = ("graph", "traced", "steps")
 PARTITION = "partition"
 STEPS_SHOWN = 500              # the step chooser lists the latest this many steps
 MAX_STEP = 10**18              # SQLite's integers are 64-bit
@@ -103,8 +110,9 @@ def layout(run: str | None = None, step: str | None = None, node: str | None = N
             html.Button("SVG", id=SVG_BUTTON, className="button", title="export this view"),
             html.Button("PNG", id=PNG_BUTTON, className="button", title="export this view"),
         ]),
-        # One line of fixed height: cytoscape keeps where its canvas is on the page, so
+        # Lines of fixed height: cytoscape keeps where its canvas is on the page, so
         # nothing above it may move once it is drawn (clicks would miss their nodes).
+        live_follow("graph", fixed=True),
         html.Div(className="graph-status", children=[
             html.Span(id=NOTICE_TEXT, className="notice-inline"),
             html.Span(id=SUMMARY_TEXT, className="muted"), " ",
@@ -161,8 +169,11 @@ def requested_step(value) -> int | None:
 
 
 @answers(lambda _problem: ([], None))
-def step_choice(run: str | None, query) -> tuple[list[dict], int | None]:
-    """(options, chosen step): the address's step when recorded, else the latest traced."""
+def step_choice(run: str | None, query, current=None, shown=None, live=None
+                ) -> tuple[list[dict], int | None]:
+    """(options, chosen step): the address's step when recorded, else the latest traced.
+    After a poll (`live`) new steps join the options and the `current` step stays, unless
+    it was the latest traced of the options `shown`: then the newest traced is chosen."""
     if not run:
         return [], None
     run = data.check_name(run)
@@ -172,9 +183,20 @@ def step_choice(run: str | None, query) -> tuple[list[dict], int | None]:
     traced = data.last_traced_step(run)
     options = [{"label": f"step {n}" + (" (traced)" if n == traced else ""), "value": n}
                for n in reversed(numbers)]
+    if live is not None:
+        return _followed_step(options, traced, current, shown)
     if wanted in numbers:
         return options, wanted
     return options, traced
+
+
+def _followed_step(options: list[dict], traced: int | None, current, shown) -> tuple:
+    if options == shown:
+        return no_update, no_update
+    was = [option.get("value") for option in (shown if isinstance(shown, list) else ())
+           if isinstance(option, dict) and str(option.get("label", "")).endswith("(traced)")]
+    follows = current is not None and current in was
+    return options, traced if follows else no_update
 
 
 def tapped(value) -> tuple[str, str] | None:
@@ -216,7 +238,7 @@ def _found(run: str, expanded: frozenset[str], pattern: str) -> tuple[list[str],
 
 @answers(lambda problem: ([], "", problem))
 def next_state(trigger: str | None, run: str | None, tap, pattern, current, selected,
-               query) -> tuple[list[str], str, str]:
+               query, live=None) -> tuple[list[str], str, str]:
     """(expanded groups, selected id, search message) after `trigger`: a new run opens its
     default view (revealing the address's node), the buttons collapse all or open a level,
     a tap on a closed scope or series opens it and on an open one closes it, a search
@@ -228,6 +250,10 @@ def next_state(trigger: str | None, run: str | None, tap, pattern, current, sele
         return [], "", ""
     tree = data.hierarchy(run)
     current = frozenset(frozenset(scope_list(current) or ()) & tree.groups.keys())
+    if trigger == LIVE["store"]:       # a poll: only a new graph version redraws
+        if "graph" not in live_changed(live):
+            return no_update, no_update, no_update
+        return sorted(current), no_update, no_update
     if trigger == COLLAPSE_BUTTON:
         return [], no_update, ""
     if trigger == EXPAND_BUTTON:
@@ -269,8 +295,12 @@ def _first_view(run: str, query) -> tuple[list[str], str, str]:
 
 
 def update_state(run, _collapse, _expand, tap, _search, _submit, pattern, current, selected,
-                 query):
-    return next_state(dash.ctx.triggered_id, run, tap, pattern, current, selected, query)
+                 query, live=None):
+    # A new run wakes the live store too: the user's (or the run's) trigger comes first.
+    woken = [prop.rpartition(".")[0] for prop in dash.ctx.triggered_prop_ids]
+    trigger = next((ident for ident in woken if ident != LIVE["store"]), woken[0] if woken
+                   else None)
+    return next_state(trigger, run, tap, pattern, current, selected, query, live)
 
 
 def _partition(value) -> bool:
@@ -349,6 +379,12 @@ def update_drawing(expanded, mode, step, partition, run):
     """The run is a State: a new run first gets its expansion, which then draws it once."""
     if expanded is None:
         raise PreventUpdate
+    if set(dash.ctx.triggered_prop_ids) == {f"{STEP_DROPDOWN}.value"}:
+        # Another step (a poll following the latest): the drawing changes only where the
+        # step is drawn, and then in place, keeping the user's zoom and pan.
+        if mode not in ("time", "bytes") and not _partition(partition):
+            return (no_update,) * 6
+        return (*draw(run, expanded, mode, step, partition)[:5], no_update)
     return draw(run, expanded, mode, step, partition)
 
 
@@ -412,14 +448,17 @@ def register_callbacks(app: dash.Dash) -> None:
     app.callback(Output(RUN_DROPDOWN, "options"), Output(RUN_DROPDOWN, "value"),
                  Output(NOTICE_TEXT, "children"), Input(QUERY_STORE, "data"))(run_choice)
     app.callback(Output(STEP_DROPDOWN, "options"), Output(STEP_DROPDOWN, "value"),
-                 Input(RUN_DROPDOWN, "value"), State(QUERY_STORE, "data"))(step_choice)
+                 Input(RUN_DROPDOWN, "value"), State(QUERY_STORE, "data"),
+                 State(STEP_DROPDOWN, "value"), State(STEP_DROPDOWN, "options"),
+                 Input(LIVE["store"], "data"))(polled(step_choice, LIVE["store"]))
     app.callback(Output(EXPANDED_STORE, "data"), Output(SELECTED_STORE, "data"),
                  Output(SEARCH_TEXT, "children"),
                  Input(RUN_DROPDOWN, "value"), Input(COLLAPSE_BUTTON, "n_clicks"),
                  Input(EXPAND_BUTTON, "n_clicks"), Input(CYTO, "tapNodeData"),
                  Input(SEARCH_BUTTON, "n_clicks"), Input(SEARCH_INPUT, "n_submit"),
                  State(SEARCH_INPUT, "value"), State(EXPANDED_STORE, "data"),
-                 State(SELECTED_STORE, "data"), State(QUERY_STORE, "data"))(update_state)
+                 State(SELECTED_STORE, "data"), State(QUERY_STORE, "data"),
+                 Input(LIVE["store"], "data"))(update_state)
     app.callback(Output(CYTO, "elements"), Output(LEGEND_DIV, "children"),
                  Output(DAG_MESSAGE, "children"), Output(DAG_MESSAGE, "style"),
                  Output(SUMMARY_TEXT, "children"), Output(CYTO, "layout"),
@@ -432,3 +471,4 @@ def register_callbacks(app: dash.Dash) -> None:
     app.callback(Output(CYTO, "generateImage"), Output(EXPORT_TEXT, "children"),
                  Input(SVG_BUTTON, "n_clicks"), Input(PNG_BUTTON, "n_clicks"),
                  State(RUN_DROPDOWN, "value"), prevent_initial_call=True)(update_export)
+    register_live(app, "graph", (RUN_DROPDOWN,), LIVE_PARTS)

@@ -13,10 +13,13 @@ from workbench.pages.common import (
     PROBLEMS,
     answers,
     labelled,
+    live_follow,
+    live_ids,
     loading,
     message,
     page_header,
     problem_text,
+    register_live,
     run_choices,
     run_notice,
     run_options,
@@ -33,6 +36,8 @@ MODE_RADIO = "histograms-mode-radio"
 NOTICE_TEXT = "histograms-notice-text"
 FIGURES_DIV = "histograms-figures-div"
 FIGURES_LOADING = "histograms-figures-loading"
+LIVE = live_ids("histograms")
+LIVE_PARTS = ("steps", "histogram_tags")
 MODE_LABELS = {"offset": "Offset", "overlay": "Overlay"}
 
 
@@ -51,6 +56,7 @@ def layout(run: str | None = None, tag: str | None = None, mode: str | None = No
                 options=[{"label": MODE_LABELS[m], "value": m} for m in MODES])),
         ]),
         html.P(id=NOTICE_TEXT, className="message notice"),
+        live_follow("histograms"),
         loading(FIGURES_LOADING, html.Div(id=FIGURES_DIV)),
     ])
 
@@ -93,7 +99,7 @@ def _first_with_histograms(names: list[str]) -> list[str]:
 
 @answers(lambda _problem: ([], []))
 def tag_choice(runs: list[str] | None, current: list[str] | None,
-               query: dict | None = None) -> tuple[list[str], list[str]]:
+               query: dict | None = None, _live=None) -> tuple[list[str], list[str]]:
     """Histogram tags of the chosen runs; keeps the current choice where it still exists,
     else the tags the address asked for, else the first tag."""
     current = inputs.text_list(current, "the tags") or _parts(_query(query).get("tag"))
@@ -125,7 +131,8 @@ def _graph(kind: str, run: str, tag: str, figure) -> dcc.Graph:
 
 
 @answers(lambda problem: [message(problem)])
-def figures(runs: list[str] | None, tags: list[str] | None, mode: str | None) -> list:
+def figures(runs: list[str] | None, tags: list[str] | None, mode: str | None,
+            _live=None) -> list:
     """For each chosen (run, tag) the run recorded: its histogram figure in `mode` beside its
     distribution figure; a message for each run or tag that cannot be shown."""
     runs = [data.check_name(run) for run in inputs.text_list(runs, "the runs")]
@@ -165,6 +172,8 @@ def register_callbacks(app: dash.Dash) -> None:
                  Output(NOTICE_TEXT, "children"), Input(QUERY_STORE, "data"))(run_choice)
     app.callback(Output(TAG_DROPDOWN, "options"), Output(TAG_DROPDOWN, "value"),
                  Input(RUN_DROPDOWN, "value"), State(TAG_DROPDOWN, "value"),
-                 State(QUERY_STORE, "data"))(tag_choice)
+                 State(QUERY_STORE, "data"), Input(LIVE["store"], "data"))(tag_choice)
     app.callback(Output(FIGURES_DIV, "children"), Input(RUN_DROPDOWN, "value"),
-                 Input(TAG_DROPDOWN, "value"), Input(MODE_RADIO, "value"))(figures)
+                 Input(TAG_DROPDOWN, "value"), Input(MODE_RADIO, "value"),
+                 Input(LIVE["store"], "data"))(figures)
+    register_live(app, "histograms", (RUN_DROPDOWN,), LIVE_PARTS)

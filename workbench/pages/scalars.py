@@ -16,10 +16,13 @@ from workbench.pages.common import (
     PROBLEMS,
     answers,
     labelled,
+    live_follow,
+    live_ids,
     loading,
     message,
     page_header,
     problem_text,
+    register_live,
     run_choices,
     run_notice,
     run_options,
@@ -29,13 +32,13 @@ PATH = "/scalars"
 NAME = "Scalars"
 DEFAULT_SMOOTHING = 0.6
 DEFAULT_TAG = "loss"
-REFRESH_MS = 10_000
 
 RUN_DROPDOWN = "scalars-run-dropdown"
 QUERY_STORE = "scalars-query-store"
 TAG_DROPDOWN = "scalars-tag-dropdown"
 SMOOTHING_SLIDER = "scalars-smoothing-slider"
-REFRESH_INTERVAL = "scalars-refresh-interval"
+LIVE = live_ids("scalars")
+LIVE_PARTS = ("steps", "tags")
 CURVES_DIV = "scalars-curves-div"
 CURVES_LOADING = "scalars-curves-loading"
 NOTICE_TEXT = "scalars-notice-text"
@@ -65,7 +68,6 @@ def layout(run: str | None = None, tag: str | None = None, x: str | None = None,
         dcc.Store(id=QUERY_STORE, data=run),
         dcc.Store(id=TAG_QUERY_STORE, data=tag),
         dcc.Store(id=STEP_QUERY_STORE, data=marked),
-        dcc.Interval(id=REFRESH_INTERVAL, interval=REFRESH_MS),
         dcc.Download(id=DOWNLOAD),
         html.Div(className="controls", children=[
             labelled("Runs", dcc.Dropdown(id=RUN_DROPDOWN, multi=True)),
@@ -87,6 +89,7 @@ def layout(run: str | None = None, tag: str | None = None, x: str | None = None,
             ]),
         ]),
         html.P(id=NOTICE_TEXT, className="message notice"),
+        live_follow("scalars"),
         loading(CURVES_LOADING, html.Div(id=CURVES_DIV)),
     ])
 
@@ -122,7 +125,7 @@ def run_choice(requested: str | None) -> tuple[list[dict], list[str], str]:
 
 @answers(lambda _problem: ([], []))
 def tag_choice(runs: list[str] | None, current: list[str] | None,
-               requested: str | None = None) -> tuple[list[str], list[str]]:
+               requested: str | None = None, _live=None) -> tuple[list[str], list[str]]:
     """Tags of the chosen runs; keeps the current choice where it still exists, else the
     tags the query asked for, else "loss" when there is one, else the first tag. A run that
     cannot be read adds none (the curves say why)."""
@@ -153,7 +156,7 @@ def _x_axis(value) -> str:
 
 @answers(lambda problem: [message(problem)])
 def curves(runs: list[str] | None, tags: list[str] | None, smoothing: float | None,
-           _n_intervals: int | None = None, x_axis: str | None = None,
+           _live=None, x_axis: str | None = None,
            log_scale: list[str] | None = None, marked_step: int | None = None) -> list:
     """One graph per tag, one colour per run, `marked_step` (if any) marked on each; a
     message for each run that cannot be read (the others still draw)."""
@@ -243,10 +246,10 @@ def register_callbacks(app: dash.Dash) -> None:
                  Output(NOTICE_TEXT, "children"), Input(QUERY_STORE, "data"))(run_choice)
     app.callback(Output(TAG_DROPDOWN, "options"), Output(TAG_DROPDOWN, "value"),
                  Input(RUN_DROPDOWN, "value"), State(TAG_DROPDOWN, "value"),
-                 State(TAG_QUERY_STORE, "data"))(tag_choice)
+                 State(TAG_QUERY_STORE, "data"), Input(LIVE["store"], "data"))(tag_choice)
     app.callback(Output(CURVES_DIV, "children"),
                  Input(RUN_DROPDOWN, "value"), Input(TAG_DROPDOWN, "value"),
-                 Input(SMOOTHING_SLIDER, "value"), Input(REFRESH_INTERVAL, "n_intervals"),
+                 Input(SMOOTHING_SLIDER, "value"), Input(LIVE["store"], "data"),
                  Input(X_AXIS_RADIO, "value"), Input(LOG_SCALE_CHECK, "value"),
                  State(STEP_QUERY_STORE, "data"))(curves)
     app.callback(Output(DOWNLOAD, "data"), Input(CSV_BUTTON, "n_clicks"),
@@ -258,3 +261,4 @@ def register_callbacks(app: dash.Dash) -> None:
     app.callback(Output(VIEW_LINK, "href"), Input(RUN_DROPDOWN, "value"),
                  Input(TAG_DROPDOWN, "value"), Input(X_AXIS_RADIO, "value"),
                  Input(LOG_SCALE_CHECK, "value"))(view_link)
+    register_live(app, "scalars", (RUN_DROPDOWN,), LIVE_PARTS)
