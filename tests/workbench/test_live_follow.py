@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from dash import no_update
+from dash.exceptions import PreventUpdate
 
 from engine.record import RunWriter
 from engine.record.schema import FINISHED, INTERRUPTED, RUNNING, OpStatRecord, StepRecord
@@ -258,15 +259,26 @@ def test_scalars_and_histograms_draw_the_new_steps(logdir):
         run.flush()
         figure = scalars.curves(["live"], ["loss"], 0.0, None)[0].figure
         assert len(figure.data[0].x) == 3 and figure.layout.uirevision == "loss"
-        drawn = histograms.figures(["live"], ["w"], "offset", None)
+        drawn = histograms.figures(["live"], ["w"], "offset")
         assert len(drawn[0].children[0].figure.data) == 3
         run.scalar("loss", 0.2, 3)
         run.histogram("w", rng.normal(size=50), 3)
         run.flush()
         _, _, state = banner(["live"], parts=scalars.LIVE_PARTS)
-        assert len(scalars.curves(["live"], ["loss"], 0.0, state)[0].figure.data[0].x) == 4
-        drawn = histograms.figures(["live"], ["w"], "offset", state)
-        assert len(drawn[0].children[0].figure.data) == 4
+        # A poll sets the new figures on the graphs drawn (plotly keeps the zoom there) and
+        # leaves the chosen tags as they are (a new list would rebuild the graphs).
+        curve_id = {"type": scalars.CURVE_GRAPH, "tag": "loss"}
+        refreshed = scalars.refresh_curves([curve_id], ["live"], ["loss"], 0.0, None, [],
+                                           None, state)
+        assert len(refreshed[0].data[0].x) == 4 and refreshed[0].layout.uirevision == "loss"
+        assert scalars.tag_choice(["live"], ["loss"], None, state) == (["loss"], no_update)
+        ids = [{"type": f"histograms-{kind}-graph", "run": "live", "tag": "w"}
+               for kind in ("histogram", "distribution")]
+        ridges, bands = histograms.refresh_figures(ids[:1], ids[1:], "offset", state)
+        assert len(ridges[0].data) == 4 and bands[0].layout.uirevision == "live:w:distribution"
+        assert histograms.tag_choice(["live"], ["w"], None, state) == (["w"], no_update)
+        with pytest.raises(PreventUpdate):     # not a poll: the full redraw does it
+            scalars.refresh_curves([curve_id], ["live"], ["loss"], 0.0, None, [], None, None)
 
 
 def test_images_slider_follows_the_latest_step_but_keeps_an_earlier_choice(logdir):

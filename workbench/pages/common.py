@@ -145,7 +145,7 @@ def live_follow(page: str, fixed: bool = False) -> html.Div:
 
 def _followed(values) -> list[str]:
     names: list[str] = []
-    for value in values:
+    for value in values if isinstance(values, (list, tuple)) else [values]:
         names += [data.check_name(name) for name in text_list(value, "the runs")]
     return list(dict.fromkeys(names))[:live.MAX_FOLLOWED]
 
