@@ -62,7 +62,7 @@ SELECTED_STORE = "compare-selected-store"
 SELECTED_TEXT = "compare-selected-text"
 LIVE = live_ids("compare")
 LIVE_PARTS = ("steps", "tags", "graph")
-CANVAS_STYLE = {"width": "100%", "height": "calc(100vh - 280px)", "minHeight": "360px"}
+CANVAS_STYLE = {"width": "100%", "height": "calc(100vh - 310px)", "minHeight": "360px"}
 # The dropdowns' code loads after the page: their place is kept from the start, so the
 # canvases below do not move once drawn (cytoscape keeps where its canvas was).
 CHOOSER_STYLE = {"height": "38px", "minWidth": "220px"}

@@ -76,8 +76,9 @@ PARTITION = "partition"
 STEPS_SHOWN = 500              # the step chooser lists the latest this many steps
 MAX_STEP = 10**18              # SQLite's integers are 64-bit
 EXPAND_LIMIT = 300             # "Expand a level" stops opening scopes past this many nodes
-# The drawing fills the window below the controls (cytoscape's own default is 600 px).
-CANVAS_STYLE = {"width": "100%", "height": "calc(100vh - 270px)", "minHeight": "320px"}
+# The drawing fills the window below the controls and the run-status banner (cytoscape's own
+# default is 600 px).
+CANVAS_STYLE = {"width": "100%", "height": "calc(100vh - 300px)", "minHeight": "320px"}
 
 cyto.load_extra_layouts()          # dagre, and the SVG export
 
