@@ -170,6 +170,24 @@ def info(name: str) -> RunInfo:
     return _query(name, "info")
 
 
+def live_info(name: str) -> RunInfo:
+    """The run's info read now: not cached, since a killed writer's run changes status
+    (to INTERRUPTED) with no change to its files; single-flight, so pages polling together
+    share one read."""
+    path = run_path(name)
+
+    def read() -> RunInfo:
+        try:
+            return open_run(path).info()
+        except RunStoreError as exc:
+            raise type(exc)(shown(str(exc))) from exc
+    return _cache.get((str(path), "live_info"), read, keep=False)
+
+
+def graph_versions(name: str) -> list[int]:
+    return _query(name, "graph_versions")
+
+
 def graph(name: str, version: int | None = None) -> GraphRecord | None:
     path = run_path(name)
     key = (str(path), _stamp(path), "graph", (version,))

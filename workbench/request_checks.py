@@ -104,7 +104,10 @@ def _outputs_problem(given: Any, spec: dict) -> str | None:
 
 def _matches(item: Any, component_id: Any, prop: str) -> bool:
     """An entry names the registered component and property; a pattern-matching one (a
-    dict id) names a dict id, or is a list of such entries (ALL, ALLSMALLER)."""
+    dict id) names a dict id, or is a list of such entries (ALL, ALLSMALLER). Dash keeps
+    a pattern-matching input's or state's id as its JSON text."""
+    if isinstance(component_id, str) and component_id.startswith("{"):
+        component_id = json.loads(component_id)
     if isinstance(component_id, dict) and isinstance(item, list):
         return all(_matches(entry, component_id, prop) for entry in item)
     if not isinstance(item, dict) or item.get("property") != prop:

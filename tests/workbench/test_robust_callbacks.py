@@ -18,6 +18,7 @@ from engine.record import RunWriter
 from engine.record.schema import DAMAGED
 from workbench import data
 from workbench.pages import graph, placement, runs, scalars
+from workbench.pages.common import follow
 from workbench.pages.graph_inspector import INSPECTOR_HINT
 
 HUGE = "x" * 100_000
@@ -63,6 +64,14 @@ CALLBACKS = {
     "scalars.run_choice": (scalars.run_choice, lambda r: (r.run,)),
     "scalars.tag_choice": (scalars.tag_choice, lambda r: ([r.run], ["loss"])),
     "scalars.curves": (scalars.curves, lambda r: ([r.run], ["loss"], 0.6, 1)),
+    "scalars.refresh_curves": (scalars.refresh_curves, lambda r: (
+        [{"type": scalars.CURVE_GRAPH, "tag": "loss"}], [r.run], ["loss"], 0.6, None, [], None,
+        {"runs": {}, "changed": ["steps"]})),
+    "scalars.tag_choice.poll": (scalars.tag_choice, lambda r: ([r.run], ["loss"], None, {})),
+    "graph.step_choice.poll": (graph.step_choice, lambda r: (r.run, None, 3, [], {})),
+    # The parts a page follows are the server's own; the client sends the runs and state.
+    "live.follow": (lambda runs, state: follow(runs, state, ("steps", "graph", "alerts")),
+                    lambda r: ((r.run,), None)),
 }
 
 
@@ -250,13 +259,18 @@ def send(port: int, method: str, path: str, body=None, headers: dict | None = No
 
 
 def callback_body(key: str, spec: dict, values: list) -> bytes:
+    """What the renderer sends; a pattern-matching (ALL) output or state matches no
+    component here (an empty list)."""
     outputs = spec["output"]
-    as_entry = [{"id": o.component_id, "property": o.component_property}
+    as_entry = [[] if isinstance(o.component_id, dict) else
+                {"id": o.component_id, "property": o.component_property}
                 for o in (outputs if isinstance(outputs, list) else [outputs])]
     inputs = [{**entry, "value": value} for entry, value in zip(spec["inputs"], values)]
+    state = [[] if entry["id"].startswith("{") else {**entry, "value": None}
+             for entry in spec["state"]]
     return json.dumps({
         "output": key, "outputs": as_entry if isinstance(outputs, list) else as_entry[0],
-        "inputs": inputs, "state": [{**entry, "value": None} for entry in spec["state"]],
+        "inputs": inputs, "state": state,
         "changedPropIds": [f"{inputs[0]['id']}.{inputs[0]['property']}"]}).encode()
 
 
@@ -265,7 +279,7 @@ def test_the_server_answers_bad_requests_without_a_5xx(server, caplog):
     statuses = {}
     path = "/_dash-update-component"
     served = {key: spec for key, spec in app.callback_map.items() if "callback" in spec}
-    assert len(served) == 43                  # the pages' 42 and Dash's page router
+    assert len(served) == 53                  # the pages' 52 and Dash's page router
     for key, spec in served.items():
         for value in HOSTILE:
             for position in range(len(spec["inputs"])):

@@ -16,22 +16,25 @@ from workbench.pages.common import (
     PROBLEMS,
     answers,
     labelled,
+    live_follow,
+    live_ids,
     loading,
     message,
     page_header,
     problem_text,
+    register_live,
     run_choices,
     run_options,
 )
 
 PATH = "/alerts"
 NAME = "Alerts"
-REFRESH_MS = 10_000
 LOSS_TAG = "loss"
 
 QUERY_STORE = "alerts-query-store"
 RUN_DROPDOWN = "alerts-run-dropdown"
-REFRESH_INTERVAL = "alerts-refresh-interval"
+LIVE = live_ids("alerts")
+LIVE_PARTS = ("alerts",)
 TABLE_DIV = "alerts-table-div"
 TABLE_LOADING = "alerts-table-loading"
 EMPTY_TEXT = "alerts-empty-text"
@@ -42,10 +45,10 @@ def layout(run: str | None = None, **_query) -> html.Div:
         page_header("Alerts", "NaN and Inf found while steps ran: the first op that made "
                               "one, per node, with where to look next."),
         dcc.Store(id=QUERY_STORE, data=run),
-        dcc.Interval(id=REFRESH_INTERVAL, interval=REFRESH_MS),
         html.Div(className="controls", children=[
             labelled("Runs", dcc.Dropdown(id=RUN_DROPDOWN, multi=True)),
         ]),
+        live_follow("alerts"),
         loading(TABLE_LOADING, html.Div(id=TABLE_DIV)),
     ])
 
@@ -105,7 +108,7 @@ def _row(entry: FirstAlert) -> html.Tr:
 
 
 @answers(lambda problem: message(problem))
-def alerts_table(runs: list[str] | None, _n_intervals: int | None = None):
+def alerts_table(runs: list[str] | None, _live=None):
     """The first alerts of the chosen runs, earliest first; a message per run that cannot be
     read (the others still list), and one when there is nothing to list."""
     chosen = [data.check_name(run) for run in inputs.text_list(runs, "the runs")]
@@ -132,4 +135,5 @@ def register_callbacks(app: dash.Dash) -> None:
     app.callback(Output(RUN_DROPDOWN, "options"), Output(RUN_DROPDOWN, "value"),
                  Input(QUERY_STORE, "data"))(run_choice)
     app.callback(Output(TABLE_DIV, "children"), Input(RUN_DROPDOWN, "value"),
-                 Input(REFRESH_INTERVAL, "n_intervals"))(alerts_table)
+                 Input(LIVE["store"], "data"))(alerts_table)
+    register_live(app, "alerts", (RUN_DROPDOWN,), LIVE_PARTS)

@@ -1,21 +1,24 @@
-"""Pieces every page shares: the run chooser rule, loading wrappers, headers, messages, and
-`answers`, which makes every callback answer with a message instead of failing."""
+"""Pieces every page shares: the run chooser rule, loading wrappers, headers, messages,
+`answers`, which makes every callback answer with a message instead of failing, and live
+follow (the run-status banner, its poll and the fingerprint store that wakes the page)."""
 
 from __future__ import annotations
 
 import functools
 import logging
 import sqlite3
+import time
 from collections.abc import Callable
 from typing import Any
 
-from dash import dcc, html
-from dash.exceptions import PreventUpdate
+import dash
+from dash import Input, Output, State, dcc, html
+from dash.exceptions import MissingCallbackContextException, PreventUpdate
 
 from engine.record import RunStoreError
-from workbench import data
+from workbench import data, live
 from workbench.cache import FillTimeout
-from workbench.inputs import BadInput, clipped
+from workbench.inputs import BadInput, clipped, text_list
 
 LOADING_DELAY_MS = 250  # quick refreshes (the runs poll) do not flash a spinner
 _log = logging.getLogger("workbench")
@@ -118,3 +121,105 @@ def answers(fallback: Callable[[str], Any]):
                 return fallback(problem_text(exc))
         return answered
     return wrap
+
+
+# -- live follow: every page that shows a run's data polls while that run is running --
+
+
+def live_ids(page: str) -> dict[str, str]:
+    """The ids of a page's banner, poll and fingerprint store."""
+    return {"banner": f"{page}-live-banner-div", "interval": f"{page}-live-interval",
+            "store": f"{page}-live-store"}
+
+
+def live_follow(page: str, fixed: bool = False) -> html.Div:
+    """The page's run-status banner (one line a run; `fixed`: one line of fixed height, for
+    pages where nothing above a drawing may move), its poll (off until a run it shows is
+    running) and the store of what the last poll saw."""
+    own = live_ids(page)
+    return html.Div(className="live-follow", children=[
+        html.Div(id=own["banner"], className="live-banner" + (" live-fixed" if fixed else "")),
+        dcc.Interval(id=own["interval"], interval=live.LIVE_MS, disabled=True),
+        dcc.Store(id=own["store"])])
+
+
+def _followed(values) -> list[str]:
+    names: list[str] = []
+    for value in values if isinstance(values, (list, tuple)) else [values]:
+        names += [data.check_name(name) for name in text_list(value, "the runs")]
+    return list(dict.fromkeys(names))[:live.MAX_FOLLOWED]
+
+
+def _banner_line(name: str, several: bool, now: float) -> tuple[html.Span, dict]:
+    """(the run's banner line, its fingerprint's status part) from its info read now."""
+    try:
+        info = data.live_info(name)
+    except PROBLEMS as exc:
+        said, state, info = problem_text(exc), live.UNKNOWN, None
+    else:
+        said, state = live.status_line(info, now)
+    label = f"{name}: {said}" if several else said
+    return html.Span(label, title=label, className=f"live-status live-{state}"), info
+
+
+@answers(lambda problem: ([html.Span(problem, className="live-status live-unknown")], True,
+                          dash.no_update))
+def follow(runs: tuple, previous: Any, parts: tuple[str, ...], now: float | None = None
+           ) -> tuple[list, bool, Any]:
+    """(banner lines, whether the poll is off, the new fingerprint or no_update): `runs`
+    are the values of the page's run choosers; the poll runs while one of them is running,
+    and the fingerprint store changes (waking the page's views) only when what the page
+    shows of them did, so an idle poll costs one read of each run's info."""
+    now = time.time() if now is None else now
+    names = _followed(runs)
+    lines, found, states = [], {}, []
+    for name in names:
+        line, info = _banner_line(name, len(names) > 1, now)
+        lines.append(line)
+        states.append(info.status if info is not None else live.UNKNOWN)
+        found[name] = ({"status": live.UNKNOWN} if info is None
+                       else live.fingerprint(name, info, parts))
+    last = previous.get("runs") if isinstance(previous, dict) else None
+    if last == found:
+        return lines, not live.is_running(states), dash.no_update
+    return lines, not live.is_running(states), {"runs": found,
+                                                "changed": live.changed(last, found)}
+
+
+def register_live(app: dash.Dash, page: str, run_ids: tuple[str, ...],
+                  parts: tuple[str, ...]) -> None:
+    """The page's banner and poll follow the runs chosen in `run_ids` (dropdowns); its views
+    take Input(live_ids(page)["store"], "data") to refresh when `parts` of a run change."""
+    own = live_ids(page)
+    app.callback(Output(own["banner"], "children"), Output(own["interval"], "disabled"),
+                 Output(own["store"], "data"), *[Input(ident, "value") for ident in run_ids],
+                 Input(own["interval"], "n_intervals"), State(own["store"], "data"))(
+        lambda *args: follow(args[:-2], args[-1], parts))
+
+
+def live_tick(store_id: str) -> bool:
+    """Whether the callback running now was woken by the live store alone (a poll saw the
+    run change), not by the user or a new run; False outside a callback."""
+    try:
+        triggered = dash.ctx.triggered_prop_ids
+    except MissingCallbackContextException:
+        return False
+    return bool(triggered) and set(triggered) == {f"{store_id}.data"}
+
+
+def polled(function: Callable, store_id: str) -> Callable:
+    """`function` as a callback whose last argument is the live store's state: passed on
+    only when a poll alone woke the call (else None: the user or a new run did, and the
+    view starts afresh)."""
+    @functools.wraps(function)
+    def called(*args):
+        *rest, state = args
+        return function(*rest, state if live_tick(store_id) else None)
+    return called
+
+
+def live_changed(live_state: Any) -> frozenset[str]:
+    """The parts the last poll saw change (every part when the state is not a poll's)."""
+    if not isinstance(live_state, dict) or not isinstance(live_state.get("changed"), list):
+        return frozenset(live.PARTS) | {"status", "runs"}
+    return frozenset(part for part in live_state["changed"] if isinstance(part, str))

@@ -30,9 +30,14 @@ from workbench.pages import graph as graph_page
 from workbench.pages.common import (
     answers,
     labelled,
+    live_changed,
+    live_follow,
+    live_ids,
     loading,
     message,
     page_header,
+    polled,
+    register_live,
     run_choices,
     run_notice,
     run_options,
@@ -55,7 +60,9 @@ DIFF_SUMMARY = "compare-diff-summary"
 DIFF_TABLE_DIV = "compare-diff-table-div"
 SELECTED_STORE = "compare-selected-store"
 SELECTED_TEXT = "compare-selected-text"
-CANVAS_STYLE = {"width": "100%", "height": "calc(100vh - 280px)", "minHeight": "360px"}
+LIVE = live_ids("compare")
+LIVE_PARTS = ("steps", "tags", "graph")
+CANVAS_STYLE = {"width": "100%", "height": "calc(100vh - 310px)", "minHeight": "360px"}
 # The dropdowns' code loads after the page: their place is kept from the start, so the
 # canvases below do not move once drawn (cytoscape keeps where its canvas was).
 CHOOSER_STYLE = {"height": "38px", "minWidth": "220px"}
@@ -116,6 +123,7 @@ def layout(a: str | None = None, b: str | None = None, **_query) -> html.Div:
             labelled("Run B", html.Div(dcc.Dropdown(id=B_DROPDOWN, clearable=False),
                                        style=CHOOSER_STYLE)),
         ]),
+        live_follow("compare", fixed=True),
         html.Div(className="graph-status", children=[
             html.Span(id=NOTICE_TEXT, className="notice-inline"),
             html.Span(id=DIFF_SUMMARY), " ",
@@ -162,7 +170,7 @@ def _runs(a, b) -> tuple[str, str] | None:
 
 
 @answers(lambda problem: [message(problem)])
-def curves(a, b) -> list:
+def curves(a, b, _live=None) -> list:
     """One figure per scalar tag both runs logged, the two runs overlaid."""
     chosen = _runs(a, b)
     if chosen is None:
@@ -175,6 +183,7 @@ def curves(a, b) -> list:
     for tag in shared:
         figure = curves_figure({run: data.curve(run, tag, SMOOTHING) for run in (a, b)}, tag,
                                height=320)
+        figure.update_layout(uirevision=tag)      # a live refresh keeps the user's zoom
         figures.append(dcc.Graph(id={"type": "compare-curve-graph", "tag": tag}, figure=figure,
                                  config={"displaylogo": False}))
     return figures
@@ -195,8 +204,11 @@ def _table(diff_rows: list[dict]) -> html.Table:
 
 
 @answers(lambda problem: (problem, []))
-def diff_view(a, b) -> tuple[str, list]:
-    """(summary, the table of added, removed and changed nodes)."""
+def diff_view(a, b, live=None) -> tuple[str, list]:
+    """(summary, the table of added, removed and changed nodes); after a poll (`live`) only
+    when a graph changed."""
+    if live is not None and "graph" not in live_changed(live):
+        return no_update, no_update
     chosen = _runs(a, b)
     if chosen is None:
         return "Choose two runs.", []
@@ -264,10 +276,13 @@ def _styles(selected_id: str) -> list[dict]:
 
 
 @answers(lambda _problem: (no_update, stylesheet() + DIFF_STYLE))
-def side_state(side: str, a, b, selected, current) -> tuple:
-    """(the side's view: runs and expanded groups, its stylesheet): the default expansion,
-    opened down to the selected node (and a selected scope itself); the view stays as it
-    is (no redraw) when only the outline moves."""
+def side_state(side: str, a, b, selected, current, live=None) -> tuple:
+    """(the side's view: runs, graph version and expanded groups, its stylesheet): the
+    default expansion, opened down to the selected node (and a selected scope itself); the
+    view stays as it is (no redraw) when only the outline moves, or a poll (`live`) saw no
+    graph change."""
+    if live is not None and "graph" not in live_changed(live):
+        return no_update, no_update
     chosen = _runs(a, b)
     if chosen is None:
         return {"a": None, "b": None, "expanded": []}, stylesheet() + DIFF_STYLE
@@ -283,7 +298,8 @@ def side_state(side: str, a, b, selected, current) -> tuple:
         selected_id, is_group = found
         expanded = reveal(data.hierarchy(run), expanded, name) | (
             {selected_id} if is_group else set())
-    view = {"a": chosen[0], "b": chosen[1], "expanded": sorted(expanded)}
+    view = {"a": chosen[0], "b": chosen[1], "expanded": sorted(expanded),
+            "version": data.graph(run).version}
     return (no_update if view == current else view), _styles(selected_id)
 
 
@@ -340,8 +356,10 @@ def _side_callbacks(app: dash.Dash, side: str) -> None:
     own = ids(side)
     app.callback(Output(own["view-store"], "data"), Output(own["cytoscape"], "stylesheet"),
                  Input(A_DROPDOWN, "value"), Input(B_DROPDOWN, "value"),
-                 Input(SELECTED_STORE, "data"), State(own["view-store"], "data"))(
-        lambda a, b, selected, current: side_state(side, a, b, selected, current))
+                 Input(SELECTED_STORE, "data"), State(own["view-store"], "data"),
+                 Input(LIVE["store"], "data"))(polled(
+        lambda a, b, selected, current, live: side_state(side, a, b, selected, current, live),
+        LIVE["store"]))
     app.callback(Output(own["cytoscape"], "elements"), Output(own["cytoscape"], "layout"),
                  Output(own["message"], "children"), Output(own["message"], "style"),
                  Output(own["summary"], "children"), Input(own["view-store"], "data"))(
@@ -356,9 +374,10 @@ def register_callbacks(app: dash.Dash) -> None:
                  Output(B_DROPDOWN, "options"), Output(B_DROPDOWN, "value"),
                  Output(NOTICE_TEXT, "children"), Input(QUERY_STORE, "data"))(run_choice)
     app.callback(Output(CURVES_DIV, "children"), Input(A_DROPDOWN, "value"),
-                 Input(B_DROPDOWN, "value"))(curves)
+                 Input(B_DROPDOWN, "value"), Input(LIVE["store"], "data"))(curves)
     app.callback(Output(DIFF_SUMMARY, "children"), Output(DIFF_TABLE_DIV, "children"),
-                 Input(A_DROPDOWN, "value"), Input(B_DROPDOWN, "value"))(diff_view)
+                 Input(A_DROPDOWN, "value"), Input(B_DROPDOWN, "value"),
+                 Input(LIVE["store"], "data"))(polled(diff_view, LIVE["store"]))
     app.callback(Output(SELECTED_STORE, "data"), Input(ids("a")["cytoscape"], "tapNodeData"),
                  Input(ids("b")["cytoscape"], "tapNodeData"), Input(A_DROPDOWN, "value"),
                  Input(B_DROPDOWN, "value"))(update_selection)
@@ -366,3 +385,4 @@ def register_callbacks(app: dash.Dash) -> None:
         selected_text)
     for side in SIDES:
         _side_callbacks(app, side)
+    register_live(app, "compare", (A_DROPDOWN, B_DROPDOWN), LIVE_PARTS)

@@ -33,8 +33,13 @@ from workbench.pages.common import (
     answers,
     choose_run,
     labelled,
+    live_changed,
+    live_follow,
+    live_ids,
     message,
     page_header,
+    polled,
+    register_live,
     run_choices,
     run_notice,
     run_options,
@@ -67,12 +72,15 @@ LEGEND_DIV = "graph-legend-div"
 SUMMARY_TEXT = "graph-summary-text"
 NOTICE_TEXT = "graph-notice-text"
 INSPECTOR_DIV = "graph-inspector-div"
+LIVE = live_ids("graph")
+LIVE_PARTS = ("graph", "traced", "steps")
 PARTITION = "partition"
 STEPS_SHOWN = 500              # the step chooser lists the latest this many steps
 MAX_STEP = 10**18              # SQLite's integers are 64-bit
 EXPAND_LIMIT = 300             # "Expand a level" stops opening scopes past this many nodes
-# The drawing fills the window below the controls (cytoscape's own default is 600 px).
-CANVAS_STYLE = {"width": "100%", "height": "calc(100vh - 270px)", "minHeight": "320px"}
+# The drawing fills the window below the controls and the run-status banner (cytoscape's own
+# default is 600 px).
+CANVAS_STYLE = {"width": "100%", "height": "calc(100vh - 300px)", "minHeight": "320px"}
 
 
 
@@ -135,8 +143,9 @@ def layout(run: str | None = None, step: str | None = None, node: str | None = N
             html.Button("SVG", id=SVG_BUTTON, className="button", title="export this view"),
             html.Button("PNG", id=PNG_BUTTON, className="button", title="export this view"),
         ]),
-        # One line of fixed height: cytoscape keeps where its canvas is on the page, so
+        # Lines of fixed height: cytoscape keeps where its canvas is on the page, so
         # nothing above it may move once it is drawn (clicks would miss their nodes).
+        live_follow("graph", fixed=True),
         html.Div(className="graph-status", children=[
             html.Span(first["notice"], id=NOTICE_TEXT, className="notice-inline"),
             html.Span(first["summary"], id=SUMMARY_TEXT, className="muted"), " ",
@@ -196,8 +205,11 @@ def requested_step(value) -> int | None:
 
 
 @answers(lambda _problem: ([], None))
-def step_choice(run: str | None, query) -> tuple[list[dict], int | None]:
-    """(options, chosen step): the address's step when recorded, else the latest traced."""
+def step_choice(run: str | None, query, current=None, shown=None, live=None
+                ) -> tuple[list[dict], int | None]:
+    """(options, chosen step): the address's step when recorded, else the latest traced.
+    After a poll (`live`) new steps join the options and the `current` step stays, unless
+    it was the latest traced of the options `shown`: then the newest traced is chosen."""
     if not run:
         return [], None
     run = data.check_name(run)
@@ -207,9 +219,20 @@ def step_choice(run: str | None, query) -> tuple[list[dict], int | None]:
     traced = data.last_traced_step(run)
     options = [{"label": f"step {n}" + (" (traced)" if n == traced else ""), "value": n}
                for n in reversed(numbers)]
+    if live is not None:
+        return _followed_step(options, traced, current, shown)
     if wanted in numbers:
         return options, wanted
     return options, traced
+
+
+def _followed_step(options: list[dict], traced: int | None, current, shown) -> tuple:
+    if options == shown:
+        return no_update, no_update
+    was = [option.get("value") for option in (shown if isinstance(shown, list) else ())
+           if isinstance(option, dict) and str(option.get("label", "")).endswith("(traced)")]
+    follows = current is not None and current in was
+    return options, traced if follows else no_update
 
 
 def tapped(value) -> tuple[str, str] | None:
@@ -251,7 +274,7 @@ def _found(run: str, expanded: frozenset[str], pattern: str) -> tuple[list[str],
 
 @answers(lambda problem: ([], "", problem))
 def next_state(trigger: str | None, run: str | None, tap, pattern, current, selected,
-               query) -> tuple[list[str], str, str]:
+               query, live=None) -> tuple[list[str], str, str]:
     """(expanded groups, selected id, search message) after `trigger`: a new run opens its
     default view (revealing the address's node), the buttons collapse all or open a level,
     a tap on a closed scope or series opens it and on an open one closes it, a search
@@ -263,6 +286,10 @@ def next_state(trigger: str | None, run: str | None, tap, pattern, current, sele
         return [], "", ""
     tree = data.hierarchy(run)
     current = frozenset(frozenset(scope_list(current) or ()) & tree.groups.keys())
+    if trigger == LIVE["store"]:       # a poll: only a new graph version redraws
+        if "graph" not in live_changed(live):
+            return no_update, no_update, no_update
+        return sorted(current), no_update, no_update
     if trigger == COLLAPSE_BUTTON:
         return [], no_update, ""
     if trigger == EXPAND_BUTTON:
@@ -303,23 +330,45 @@ def _first_view(run: str, query) -> tuple[list[str], str, str]:
     return sorted(expanded), "", f"No node named {clipped(node)} in this graph."
 
 
+# The inputs that redraw the current state without moving it.
+REDRAWS = frozenset({COLOR_DROPDOWN, STEP_DROPDOWN, PARTITION_CHECK})
+
+
 def update_state(run, _collapse, _expand, tap, _search, _submit, mode, step, partition,
-                 pattern, current, selected, query):
+                 pattern, current, selected, query, live=None):
     """The new state and its drawing in one answer (a tap is one request, not two): the
     colour mode, step and partition view redraw the current state; anything else moves
-    it (next_state). The run first: Dash calls this once when a new run changes the step."""
-    triggered = {item["prop_id"].partition(".")[0] for item in dash.ctx.triggered}
-    if triggered and triggered <= {COLOR_DROPDOWN, STEP_DROPDOWN, PARTITION_CHECK}:
-        expanded, chosen, told = no_update, no_update, no_update
-    else:
-        trigger = RUN_DROPDOWN if RUN_DROPDOWN in triggered else dash.ctx.triggered_id
-        expanded, chosen, told = next_state(trigger, run, tap, pattern, current, selected,
-                                            query)
-        if expanded is no_update and chosen is no_update:
-            return (expanded, chosen, told) + (no_update,) * 6
+    it (next_state). The run first: Dash calls this once when a new run changes the step.
+    A poll (the live store) moves it only when the graph changed; the user's trigger, woken
+    with it, comes first."""
+    woken = [prop.rpartition(".")[0] for prop in dash.ctx.triggered_prop_ids]
+    movers = [ident for ident in woken if ident not in REDRAWS]
+    trigger = RUN_DROPDOWN if RUN_DROPDOWN in movers else next(
+        (ident for ident in movers if ident != LIVE["store"]), movers[0] if movers else None)
+    if trigger is None or (trigger == LIVE["store"] and "graph" not in live_changed(live)):
+        return _redrawn(run, current, mode, step, partition, selected,
+                        frozenset(woken) & REDRAWS)
+    expanded, chosen, told = next_state(trigger, run, tap, pattern, current, selected, query,
+                                        live)
+    if expanded is no_update and chosen is no_update:
+        return (expanded, chosen, told) + (no_update,) * 6
     drawn = draw(run, current if expanded is no_update else expanded, mode, step, partition,
                  selected if chosen is no_update else chosen)
     return (expanded, chosen, told) + drawn
+
+
+def _redrawn(run, current, mode, step, partition, selected, redraws: frozenset) -> tuple:
+    """The current state drawn again for a new colour mode, step or partition choice."""
+    if not redraws:
+        return (no_update,) * 9
+    if redraws == {STEP_DROPDOWN}:
+        # Another step (the user's, or a poll following the latest): the drawing changes
+        # only where the step is drawn, and then in place, keeping the user's zoom and pan.
+        if mode not in ("time", "bytes") and not _partition(partition):
+            return (no_update,) * 9
+        drawn = draw(run, current, mode, step, partition, selected)
+        return (no_update,) * 3 + drawn[:5] + (no_update,)
+    return (no_update,) * 3 + draw(run, current, mode, step, partition, selected)
 
 
 def _partition(value) -> bool:
@@ -477,7 +526,9 @@ def register_callbacks(app: dash.Dash) -> None:
                  Output(NOTICE_TEXT, "children"), Input(QUERY_STORE, "data"),
                  **once)(run_choice)
     app.callback(Output(STEP_DROPDOWN, "options"), Output(STEP_DROPDOWN, "value"),
-                 Input(RUN_DROPDOWN, "value"), State(QUERY_STORE, "data"), **once)(step_choice)
+                 Input(RUN_DROPDOWN, "value"), State(QUERY_STORE, "data"),
+                 State(STEP_DROPDOWN, "value"), State(STEP_DROPDOWN, "options"),
+                 Input(LIVE["store"], "data"), **once)(polled(step_choice, LIVE["store"]))
     app.callback(Output(EXPANDED_STORE, "data"), Output(SELECTED_STORE, "data"),
                  Output(SEARCH_TEXT, "children"), Output(CYTO, "elements"),
                  Output(LEGEND_DIV, "children"), Output(DAG_MESSAGE, "children"),
@@ -490,7 +541,7 @@ def register_callbacks(app: dash.Dash) -> None:
                  Input(PARTITION_CHECK, "value"),
                  State(SEARCH_INPUT, "value"), State(EXPANDED_STORE, "data"),
                  State(SELECTED_STORE, "data"), State(QUERY_STORE, "data"),
-                 **once)(update_state)
+                 Input(LIVE["store"], "data"), **once)(update_state)
     app.callback(Output(INSPECTOR_DIV, "children"), Input(RUN_DROPDOWN, "value"),
                  Input(SELECTED_STORE, "data"), Input(STEP_DROPDOWN, "value"),
                  **once)(inspect)
@@ -500,3 +551,4 @@ def register_callbacks(app: dash.Dash) -> None:
                  State(RUN_DROPDOWN, "value"), State(EXPANDED_STORE, "data"),
                  State(COLOR_DROPDOWN, "value"), State(STEP_DROPDOWN, "value"),
                  State(PARTITION_CHECK, "value"), **once)(update_export)
+    register_live(app, "graph", (RUN_DROPDOWN,), LIVE_PARTS)

@@ -5,7 +5,8 @@ distributions view (percentile bands over steps)."""
 from __future__ import annotations
 
 import dash
-from dash import Input, Output, State, dcc, html
+from dash import ALL, Input, Output, State, dcc, html
+from dash.exceptions import PreventUpdate
 
 from viz.histograms import MODES, OFFSET, distribution_figure, histogram_figure
 from workbench import data, inputs
@@ -13,10 +14,14 @@ from workbench.pages.common import (
     PROBLEMS,
     answers,
     labelled,
+    live_follow,
+    live_ids,
     loading,
     message,
     page_header,
+    polled,
     problem_text,
+    register_live,
     run_choices,
     run_notice,
     run_options,
@@ -33,6 +38,8 @@ MODE_RADIO = "histograms-mode-radio"
 NOTICE_TEXT = "histograms-notice-text"
 FIGURES_DIV = "histograms-figures-div"
 FIGURES_LOADING = "histograms-figures-loading"
+LIVE = live_ids("histograms")
+LIVE_PARTS = ("steps", "histogram_tags")
 MODE_LABELS = {"offset": "Offset", "overlay": "Overlay"}
 
 
@@ -51,6 +58,7 @@ def layout(run: str | None = None, tag: str | None = None, mode: str | None = No
                 options=[{"label": MODE_LABELS[m], "value": m} for m in MODES])),
         ]),
         html.P(id=NOTICE_TEXT, className="message notice"),
+        live_follow("histograms"),
         loading(FIGURES_LOADING, html.Div(id=FIGURES_DIV)),
     ])
 
@@ -93,10 +101,12 @@ def _first_with_histograms(names: list[str]) -> list[str]:
 
 @answers(lambda _problem: ([], []))
 def tag_choice(runs: list[str] | None, current: list[str] | None,
-               query: dict | None = None) -> tuple[list[str], list[str]]:
+               query: dict | None = None, live=None) -> tuple[list[str], list[str]]:
     """Histogram tags of the chosen runs; keeps the current choice where it still exists,
-    else the tags the address asked for, else the first tag."""
-    current = inputs.text_list(current, "the tags") or _parts(_query(query).get("tag"))
+    else the tags the address asked for, else the first tag. After a poll (`live`) a choice
+    that stays is not sent again (the figures would be rebuilt, losing the user's zoom)."""
+    before = inputs.text_list(current, "the tags")
+    current = before or _parts(_query(query).get("tag"))
     tags = set()
     for run in inputs.text_list(runs, "the runs"):
         try:
@@ -105,6 +115,8 @@ def tag_choice(runs: list[str] | None, current: list[str] | None,
             continue
     tags = sorted(tags)
     kept = [tag for tag in current if tag in tags]
+    if live is not None and kept and kept == before:
+        return tags, dash.no_update
     return tags, kept or tags[:1]
 
 
@@ -155,6 +167,38 @@ def figures(runs: list[str] | None, tags: list[str] | None, mode: str | None) ->
     return notes + rows
 
 
+def _unchanged(_problem: str = ""):
+    """A wildcard output takes a list or nothing: no update is PreventUpdate there."""
+    raise PreventUpdate
+
+
+@answers(_unchanged)
+def refresh_figures(histogram_ids, distribution_ids, mode, live=None) -> tuple[list, list]:
+    """After a poll (`live`): each drawn histogram and distribution figure rebuilt with the
+    new steps and set on its graph in place, so plotly keeps the user's zoom."""
+    if live is None or not isinstance(histogram_ids, list) or not isinstance(
+            distribution_ids, list) or not histogram_ids + distribution_ids:
+        _unchanged()
+    mode = _mode(mode)
+    return ([_refreshed("histogram", ident, mode) for ident in histogram_ids],
+            [_refreshed("distribution", ident, mode) for ident in distribution_ids])
+
+
+def _refreshed(kind: str, ident, mode: str):
+    run, tag = (ident.get("run"), ident.get("tag")) if isinstance(ident, dict) else (None, None)
+    try:
+        if not isinstance(tag, str) or tag not in data.histogram_tags(data.check_name(run)):
+            return dash.no_update
+        records = data.histograms(run, tag)
+    except PROBLEMS:
+        return dash.no_update       # the next full redraw tells what is wrong
+    title = f"{run} · {tag}"
+    figure = (histogram_figure(records, title, mode, FIGURE_HEIGHT) if kind == "histogram"
+              else distribution_figure(records, f"{title} (distribution)", FIGURE_HEIGHT))
+    figure.update_layout(uirevision=f"{run}:{tag}:{kind}")
+    return figure
+
+
 # Two figures side by side, each at least 420 px wide (one above the other when narrower).
 _ROW = {"display": "grid", "gridTemplateColumns": "repeat(auto-fit, minmax(420px, 1fr))",
         "gap": "8px"}
@@ -165,6 +209,14 @@ def register_callbacks(app: dash.Dash) -> None:
                  Output(NOTICE_TEXT, "children"), Input(QUERY_STORE, "data"))(run_choice)
     app.callback(Output(TAG_DROPDOWN, "options"), Output(TAG_DROPDOWN, "value"),
                  Input(RUN_DROPDOWN, "value"), State(TAG_DROPDOWN, "value"),
-                 State(QUERY_STORE, "data"))(tag_choice)
+                 State(QUERY_STORE, "data"), Input(LIVE["store"], "data"))(
+        polled(tag_choice, LIVE["store"]))
     app.callback(Output(FIGURES_DIV, "children"), Input(RUN_DROPDOWN, "value"),
                  Input(TAG_DROPDOWN, "value"), Input(MODE_RADIO, "value"))(figures)
+    graphs = {kind: {"type": f"histograms-{kind}-graph", "run": ALL, "tag": ALL}
+              for kind in ("histogram", "distribution")}
+    app.callback(Output(graphs["histogram"], "figure"), Output(graphs["distribution"], "figure"),
+                 State(graphs["histogram"], "id"), State(graphs["distribution"], "id"),
+                 State(MODE_RADIO, "value"), Input(LIVE["store"], "data"))(
+        polled(refresh_figures, LIVE["store"]))
+    register_live(app, "histograms", (RUN_DROPDOWN,), LIVE_PARTS)

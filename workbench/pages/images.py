@@ -22,9 +22,13 @@ from workbench.pages.common import (
     answers,
     choose_run,
     labelled,
+    live_follow,
+    live_ids,
     loading,
     message,
     page_header,
+    polled,
+    register_live,
     run_choices,
     run_notice,
     run_options,
@@ -45,6 +49,8 @@ IMAGE_DIV = "images-image-div"
 IMAGE_LOADING = "images-image-loading"
 PICTURE = "images-picture-img"
 CAPTION = "images-caption-text"
+LIVE = live_ids("images")
+LIVE_PARTS = ("steps", "image_tags")
 
 
 def layout(run: str | None = None, tag: str | None = None, step: str | None = None,
@@ -58,6 +64,7 @@ def layout(run: str | None = None, tag: str | None = None, step: str | None = No
             labelled("Tag", dcc.Dropdown(id=TAG_DROPDOWN, clearable=False)),
         ]),
         html.P(id=NOTICE_TEXT, className="message notice"),
+        live_follow("images"),
         html.Div(className="control", style={"maxWidth": "900px"}, children=[
             html.Label("Step"),
             # Positions 0..n-1 of the steps with an image: a free slider over step numbers
@@ -108,12 +115,16 @@ def _image_tags(name: str) -> list[str]:
 
 
 @answers(lambda problem: ([], None))
-def tag_choice(run: str | None, query: dict | None) -> tuple[list[str], str | None]:
-    """The run's image tags; the one in the address when the run has it, else the first."""
+def tag_choice(run: str | None, query: dict | None, current: Any = None,
+               live: Any = None) -> tuple[list[str], str | None]:
+    """The run's image tags; the one in the address when the run has it, else the first.
+    After a poll (`live`) the current tag stays while the run still has it."""
     run = _run(run)
     if run is None:
         return [], None
     tags = data.image_tags(run)
+    if live is not None and isinstance(current, str) and current in tags:
+        return tags, dash.no_update
     requested = _query(query).get("tag")
     return tags, requested if requested in tags else (tags[0] if tags else None)
 
@@ -136,10 +147,12 @@ _NO_STEPS = (0, 0, {}, None)
 
 
 @answers(lambda problem: (*_NO_STEPS, problem))
-def step_choice(run: str | None, tag: str | None, query: dict | None
-                ) -> tuple[int, int, dict, int | None, str]:
+def step_choice(run: str | None, tag: str | None, query: dict | None, position: Any = None,
+                last: Any = None, live: Any = None) -> tuple[int, int, dict, int | None, str]:
     """(slider min, max, marks, position, a notice): one slider position per step with an
-    image; the step in the address when it has one, else the latest."""
+    image; the step in the address when it has one, else the latest. After a poll (`live`)
+    new steps join the slider and the chosen `position` stays, unless it was the `last`
+    one: then the newest step is shown."""
     run = _run(run)
     if run is None:
         return (*_NO_STEPS, "")
@@ -148,6 +161,8 @@ def step_choice(run: str | None, tag: str | None, query: dict | None
     unique = image_steps(run, tag)
     if not unique:
         return (*_NO_STEPS, f"Tag {tag} of {run} has no image.")
+    if live is not None:
+        return _followed_steps(unique, position, last)
     query = _query(query)
     requested = step_number(query.get("step"), "the step in the address")
     notice = ""
@@ -159,6 +174,22 @@ def step_choice(run: str | None, tag: str | None, query: dict | None
             notice = (f"Step {requested} of {run} has no {tag} image; showing the latest, "
                       f"step {chosen}.")
     return 0, len(unique) - 1, _marks(unique), unique.index(chosen), notice
+
+
+def _followed_steps(unique: list[int], position: Any, last: Any) -> tuple:
+    newest = len(unique) - 1
+    position, last = _whole(position), _whole(last)
+    if last == newest:
+        return (dash.no_update,) * 5           # no new step: the slider stays as it is
+    at_latest = position is None or position == last or not 0 <= position <= newest
+    return 0, newest, _marks(unique), newest if at_latest else dash.no_update, dash.no_update
+
+
+def _whole(value: Any) -> int | None:
+    """A slider position sent back (an int, or an integral float), else None."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _records(run: str, tag: Any) -> list[ImageRecord]:
@@ -236,10 +267,15 @@ def register_callbacks(app: dash.Dash) -> None:
     app.callback(Output(RUN_DROPDOWN, "options"), Output(RUN_DROPDOWN, "value"),
                  Output(NOTICE_TEXT, "children"), Input(QUERY_STORE, "data"))(run_choice)
     app.callback(Output(TAG_DROPDOWN, "options"), Output(TAG_DROPDOWN, "value"),
-                 Input(RUN_DROPDOWN, "value"), State(QUERY_STORE, "data"))(tag_choice)
+                 Input(RUN_DROPDOWN, "value"), State(QUERY_STORE, "data"),
+                 State(TAG_DROPDOWN, "value"), Input(LIVE["store"], "data"))(
+        polled(tag_choice, LIVE["store"]))
     app.callback(Output(STEP_SLIDER, "min"), Output(STEP_SLIDER, "max"),
                  Output(STEP_SLIDER, "marks"), Output(STEP_SLIDER, "value"),
                  Output(STEP_NOTICE_TEXT, "children"), Input(RUN_DROPDOWN, "value"),
-                 Input(TAG_DROPDOWN, "value"), State(QUERY_STORE, "data"))(step_choice)
+                 Input(TAG_DROPDOWN, "value"), State(QUERY_STORE, "data"),
+                 State(STEP_SLIDER, "value"), State(STEP_SLIDER, "max"),
+                 Input(LIVE["store"], "data"))(polled(step_choice, LIVE["store"]))
     app.callback(Output(IMAGE_DIV, "children"), Input(RUN_DROPDOWN, "value"),
                  Input(TAG_DROPDOWN, "value"), Input(STEP_SLIDER, "value"))(image_view)
+    register_live(app, "images", (RUN_DROPDOWN,), LIVE_PARTS)

@@ -15,8 +15,11 @@ from workbench.pages.common import (
     answers,
     choose_run,
     labelled,
+    live_follow,
+    live_ids,
     loading,
     page_header,
+    register_live,
     run_choices,
     run_notice,
     run_options,
@@ -36,6 +39,8 @@ TABLE = "placement-nodes-table"
 TABLE_LOADING = "placement-table-loading"
 LOG_LOADING = "placement-log-loading"
 NOTICE_TEXT = "placement-notice-text"
+LIVE = live_ids("placement")
+LIVE_PARTS = ("graph", "placements")
 
 SOFT_FALLBACK_STYLE = {"if": {"filter_query": f'{{reason}} = "{SOFT_FALLBACK}"'},
                        "backgroundColor": "#fff1cc", "fontWeight": "600"}
@@ -67,6 +72,7 @@ def layout(run: str | None = None, **_query) -> html.Div:
             html.Span(id=COUNT_TEXT, className="muted"),
         ]),
         html.P(id=NOTICE_TEXT, className="message notice"),
+        live_follow("placement"),
         loading(TABLE_LOADING, _table()),
         html.H4("log_device_placement"),
         loading(LOG_LOADING, html.Pre(id=LOG_PRE, className="placement-log")),
@@ -83,7 +89,7 @@ def run_choice(requested: str | None) -> tuple[list[dict], str | None, str]:
 
 
 @answers(lambda _problem: [])
-def device_options(run: str | None) -> list[dict]:
+def device_options(run: str | None, _live=None) -> list[dict]:
     if not run:
         return []
     assigned = sorted({record.assigned for record in data.placements(data.check_name(run))})
@@ -92,7 +98,7 @@ def device_options(run: str | None) -> list[dict]:
 
 @answers(lambda problem: ([], "", problem))
 def placement_content(run: str | None, search: str | None, reasons: list[str] | None,
-                      devices: list[str] | None) -> tuple[list[dict], str, str]:
+                      devices: list[str] | None, _live=None) -> tuple[list[dict], str, str]:
     """(table rows, log text, count line) for the chosen run and filters."""
     if not run:
         return [], "", "No readable run in the log directory."
@@ -113,9 +119,10 @@ def placement_content(run: str | None, search: str | None, reasons: list[str] | 
 def register_callbacks(app: dash.Dash) -> None:
     app.callback(Output(RUN_DROPDOWN, "options"), Output(RUN_DROPDOWN, "value"),
                  Output(NOTICE_TEXT, "children"), Input(QUERY_STORE, "data"))(run_choice)
-    app.callback(Output(DEVICE_DROPDOWN, "options"), Input(RUN_DROPDOWN, "value"))(
-        device_options)
+    app.callback(Output(DEVICE_DROPDOWN, "options"), Input(RUN_DROPDOWN, "value"),
+                 Input(LIVE["store"], "data"))(device_options)
     app.callback(Output(TABLE, "data"), Output(LOG_PRE, "children"), Output(COUNT_TEXT, "children"),
                  Input(RUN_DROPDOWN, "value"), Input(SEARCH_INPUT, "value"),
-                 Input(REASON_DROPDOWN, "value"), Input(DEVICE_DROPDOWN, "value"))(
-        placement_content)
+                 Input(REASON_DROPDOWN, "value"), Input(DEVICE_DROPDOWN, "value"),
+                 Input(LIVE["store"], "data"))(placement_content)
+    register_live(app, "placement", (RUN_DROPDOWN,), LIVE_PARTS)

@@ -8,7 +8,8 @@ from __future__ import annotations
 import urllib.parse
 
 import dash
-from dash import Input, Output, State, dcc, html
+from dash import ALL, Input, Output, State, dcc, html
+from dash.exceptions import PreventUpdate
 
 from viz.scalars import STEP, X_AXES, curves_figure, mark_step, series_csv, series_json
 from workbench import data, inputs
@@ -16,10 +17,14 @@ from workbench.pages.common import (
     PROBLEMS,
     answers,
     labelled,
+    live_follow,
+    live_ids,
     loading,
     message,
     page_header,
+    polled,
     problem_text,
+    register_live,
     run_choices,
     run_notice,
     run_options,
@@ -29,13 +34,14 @@ PATH = "/scalars"
 NAME = "Scalars"
 DEFAULT_SMOOTHING = 0.6
 DEFAULT_TAG = "loss"
-REFRESH_MS = 10_000
 
 RUN_DROPDOWN = "scalars-run-dropdown"
 QUERY_STORE = "scalars-query-store"
 TAG_DROPDOWN = "scalars-tag-dropdown"
 SMOOTHING_SLIDER = "scalars-smoothing-slider"
-REFRESH_INTERVAL = "scalars-refresh-interval"
+LIVE = live_ids("scalars")
+LIVE_PARTS = ("steps", "tags")
+CURVE_GRAPH = "scalars-curve-graph"
 CURVES_DIV = "scalars-curves-div"
 CURVES_LOADING = "scalars-curves-loading"
 NOTICE_TEXT = "scalars-notice-text"
@@ -66,7 +72,6 @@ def layout(run: str | None = None, tag: str | None = None, x: str | None = None,
         dcc.Store(id=QUERY_STORE, data=run),
         dcc.Store(id=TAG_QUERY_STORE, data=tag),
         dcc.Store(id=STEP_QUERY_STORE, data=marked),
-        dcc.Interval(id=REFRESH_INTERVAL, interval=REFRESH_MS),
         dcc.Download(id=DOWNLOAD),
         html.Div(className="controls", children=[
             labelled("Runs", dcc.Dropdown(id=RUN_DROPDOWN, multi=True)),
@@ -91,6 +96,7 @@ def layout(run: str | None = None, tag: str | None = None, x: str | None = None,
         # An empty graph from the start, so the browser fetches and compiles plotly.js
         # while the run and tag choices go back and forth, not after the curves arrive.
         dcc.Graph(id=PRELOAD_GRAPH, style={"display": "none"}, config={"staticPlot": True}),
+        live_follow("scalars"),
         loading(CURVES_LOADING, html.Div(id=CURVES_DIV)),
     ])
 
@@ -126,11 +132,13 @@ def run_choice(requested: str | None) -> tuple[list[dict], list[str], str]:
 
 @answers(lambda _problem: ([], []))
 def tag_choice(runs: list[str] | None, current: list[str] | None,
-               requested: str | None = None) -> tuple[list[str], list[str]]:
+               requested: str | None = None, live=None) -> tuple[list[str], list[str]]:
     """Tags of the chosen runs; keeps the current choice where it still exists, else the
     tags the query asked for, else "loss" when there is one, else the first tag. A run that
-    cannot be read adds none (the curves say why)."""
+    cannot be read adds none (the curves say why). After a poll (`live`) a choice that stays
+    is not sent again (the curves would be rebuilt, losing the user's zoom)."""
     current = inputs.text_list(current, "the tags")
+    before = list(current)
     if not current and isinstance(requested, str):
         current = [part for part in requested.split(",") if part]
     tags = set()
@@ -141,6 +149,8 @@ def tag_choice(runs: list[str] | None, current: list[str] | None,
             continue
     tags = sorted(tags)
     kept = [tag for tag in current if tag in tags]
+    if kept and live is not None and kept == before:
+        return tags, dash.no_update
     if kept:
         return tags, kept
     return tags, [DEFAULT_TAG] if DEFAULT_TAG in tags else tags[:1]
@@ -157,10 +167,11 @@ def _x_axis(value) -> str:
 
 @answers(lambda problem: [message(problem)])
 def curves(runs: list[str] | None, tags: list[str] | None, smoothing: float | None,
-           _n_intervals: int | None = None, x_axis: str | None = None,
+           _unused=None, x_axis: str | None = None,
            log_scale: list[str] | None = None, marked_step: int | None = None) -> list:
     """One graph per tag, one colour per run, `marked_step` (if any) marked on each; a
-    message for each run that cannot be read (the others still draw)."""
+    message for each run that cannot be read (the others still draw). A poll redraws the
+    figures in place instead (refresh_curves)."""
     runs = [data.check_name(run) for run in inputs.text_list(runs, "the runs")]
     tags = inputs.text_list(tags, "the tags")
     if not runs or not tags:
@@ -172,28 +183,66 @@ def curves(runs: list[str] | None, tags: list[str] | None, smoothing: float | No
     problems: dict[str, str] = {}
     graphs = []
     for tag in tags:
-        drawn = {}
-        for run in runs:
-            if run in problems:
-                continue
-            try:
-                if tag in data.tags(run):
-                    drawn[run] = data.curve(run, tag, weight)
-            except PROBLEMS as exc:
-                problems[run] = problem_text(exc)
-        if not drawn:
+        figure = _tag_figure(tag, runs, weight, axis, log_y, marked, problems)
+        if figure is None:
             continue
-        figure = curves_figure(drawn, tag, x_axis=axis, log_y=log_y)
-        if marked is not None:
-            mark_step(figure, drawn, marked, axis)
-        # A constant revision per tag keeps the user's zoom across the periodic refresh.
-        figure.update_layout(uirevision=tag)
-        graphs.append(dcc.Graph(id={"type": "scalars-curve-graph", "tag": tag}, figure=figure,
+        graphs.append(dcc.Graph(id={"type": CURVE_GRAPH, "tag": tag}, figure=figure,
                                 config={"displaylogo": False}))
     notes = [message(f"{run}: {text}") for run, text in problems.items()]
     if not graphs and not notes:
         notes = [message("None of the chosen runs has the chosen tags.")]
     return notes + graphs
+
+
+def _tag_figure(tag: str, runs: list[str], weight: float, axis: str, log_y: bool,
+                marked: int | None, problems: dict[str, str]):
+    """The tag's figure over the runs that have it (None when none has); a run that cannot
+    be read goes into `problems` and is skipped from then on."""
+    drawn = {}
+    for run in runs:
+        if run in problems:
+            continue
+        try:
+            if tag in data.tags(run):
+                drawn[run] = data.curve(run, tag, weight)
+        except PROBLEMS as exc:
+            problems[run] = problem_text(exc)
+    if not drawn:
+        return None
+    figure = curves_figure(drawn, tag, x_axis=axis, log_y=log_y)
+    if marked is not None:
+        mark_step(figure, drawn, marked, axis)
+    # A constant revision per tag keeps the user's zoom across live refreshes.
+    figure.update_layout(uirevision=tag)
+    return figure
+
+
+def _unchanged(_problem: str = ""):
+    """A wildcard output takes a list or nothing: no update is PreventUpdate there."""
+    raise PreventUpdate
+
+
+@answers(_unchanged)
+def refresh_curves(graph_ids, runs, tags, smoothing, x_axis, log_scale, marked_step,
+                   live=None) -> list:
+    """After a poll (`live`): each drawn curve's figure rebuilt with the new points, set on
+    the graph in place, so plotly keeps the user's zoom (a new list of graphs would be new
+    plots)."""
+    if live is None or not isinstance(graph_ids, list) or not graph_ids:
+        _unchanged()
+    runs = [data.check_name(run) for run in inputs.text_list(runs, "the runs")]
+    weight = inputs.smoothing(smoothing, DEFAULT_SMOOTHING)
+    axis = _x_axis(x_axis)
+    log_y = LOG_ON in inputs.text_list(log_scale, "the value scale")
+    marked = inputs.step_number(marked_step, "the marked step")
+    problems: dict[str, str] = {}
+    figures = []
+    for ident in graph_ids:
+        tag = ident.get("tag") if isinstance(ident, dict) else None
+        figure = _tag_figure(tag, runs, weight, axis, log_y, marked, problems) if (
+            isinstance(tag, str) and tag in inputs.text_list(tags, "the tags")) else None
+        figures.append(dash.no_update if figure is None else figure)
+    return figures
 
 
 def _chosen_series(runs, tags) -> list[tuple]:
@@ -247,12 +296,20 @@ def register_callbacks(app: dash.Dash) -> None:
                  Output(NOTICE_TEXT, "children"), Input(QUERY_STORE, "data"))(run_choice)
     app.callback(Output(TAG_DROPDOWN, "options"), Output(TAG_DROPDOWN, "value"),
                  Input(RUN_DROPDOWN, "value"), State(TAG_DROPDOWN, "value"),
-                 State(TAG_QUERY_STORE, "data"))(tag_choice)
+                 State(TAG_QUERY_STORE, "data"), Input(LIVE["store"], "data"))(
+        polled(tag_choice, LIVE["store"]))
     app.callback(Output(CURVES_DIV, "children"),
                  Input(RUN_DROPDOWN, "value"), Input(TAG_DROPDOWN, "value"),
-                 Input(SMOOTHING_SLIDER, "value"), Input(REFRESH_INTERVAL, "n_intervals"),
-                 Input(X_AXIS_RADIO, "value"), Input(LOG_SCALE_CHECK, "value"),
-                 State(STEP_QUERY_STORE, "data"))(curves)
+                 Input(SMOOTHING_SLIDER, "value"), Input(X_AXIS_RADIO, "value"),
+                 Input(LOG_SCALE_CHECK, "value"), State(STEP_QUERY_STORE, "data"))(
+        lambda runs, tags, smoothing, x_axis, log_scale, marked: curves(
+            runs, tags, smoothing, None, x_axis, log_scale, marked))
+    app.callback(Output({"type": CURVE_GRAPH, "tag": ALL}, "figure"),
+                 State({"type": CURVE_GRAPH, "tag": ALL}, "id"), State(RUN_DROPDOWN, "value"),
+                 State(TAG_DROPDOWN, "value"), State(SMOOTHING_SLIDER, "value"),
+                 State(X_AXIS_RADIO, "value"), State(LOG_SCALE_CHECK, "value"),
+                 State(STEP_QUERY_STORE, "data"), Input(LIVE["store"], "data"))(
+        polled(refresh_curves, LIVE["store"]))
     app.callback(Output(DOWNLOAD, "data"), Input(CSV_BUTTON, "n_clicks"),
                  State(RUN_DROPDOWN, "value"), State(TAG_DROPDOWN, "value"),
                  prevent_initial_call=True)(download_csv)
@@ -262,3 +319,4 @@ def register_callbacks(app: dash.Dash) -> None:
     app.callback(Output(VIEW_LINK, "href"), Input(RUN_DROPDOWN, "value"),
                  Input(TAG_DROPDOWN, "value"), Input(X_AXIS_RADIO, "value"),
                  Input(LOG_SCALE_CHECK, "value"))(view_link)
+    register_live(app, "scalars", (RUN_DROPDOWN,), LIVE_PARTS)

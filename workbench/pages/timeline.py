@@ -20,8 +20,12 @@ from workbench.pages.common import (
     answers,
     choose_run,
     labelled,
+    live_follow,
+    live_ids,
     loading,
     page_header,
+    polled,
+    register_live,
     run_choices,
     run_notice,
     run_options,
@@ -44,6 +48,8 @@ NOTICE_TEXT = "timeline-notice-text"
 STEP_NOTICE_TEXT = "timeline-step-notice-text"
 NAV_LOCATION = "timeline-nav-location"
 NAV_TEXT = "timeline-nav-text"
+LIVE = live_ids("timeline")
+LIVE_PARTS = ("traced",)
 
 
 def layout(run: str | None = None, step: str | None = None, **_query) -> html.Div:
@@ -61,6 +67,7 @@ def layout(run: str | None = None, step: str | None = None, **_query) -> html.Di
             html.Span(id=DOWNLOAD_TEXT, className="muted"),
         ]),
         html.P(id=NOTICE_TEXT, className="message notice"),
+        live_follow("timeline"),
         html.P(id=STEP_NOTICE_TEXT, className="message notice"),
         html.P(id=SUMMARY_TEXT, className="muted"),
         html.P(id=NAV_TEXT, className="message notice"),
@@ -86,9 +93,12 @@ def run_choice(query: dict | None) -> tuple[list[dict], str | None, str]:
 
 
 @answers(lambda problem: ([], None, problem))
-def step_choice(run: str | None, query: dict | None) -> tuple[list[dict], int | None, str]:
+def step_choice(run: str | None, query: dict | None, current: Any = None, shown: Any = None,
+                live: Any = None) -> tuple[list[dict], int | None, str]:
     """(traced steps as options, the step to show, a notice): the step in the address when
-    the run is the one asked for and traced that step, else the latest traced step."""
+    the run is the one asked for and traced that step, else the latest traced step. After a
+    poll (`live`) new steps join the options and the `current` step stays, unless it was the
+    latest of the options `shown`: then the newest traced step is shown."""
     if not run:
         return [], None, ""
     run = data.check_name(run)
@@ -96,6 +106,8 @@ def step_choice(run: str | None, query: dict | None) -> tuple[list[dict], int | 
     options = [{"label": f"step {step}", "value": step} for step in reversed(steps)]
     if not steps:
         return [], None, f"Run {run} has no traced step (no step recorded per-op stats)."
+    if live is not None:
+        return _followed(options, steps[-1], current, shown)
     query = _query(query)
     requested = step_number(query.get("step"), "the step in the address")
     if query.get("run") not in (None, "", run) or requested is None:
@@ -104,6 +116,15 @@ def step_choice(run: str | None, query: dict | None) -> tuple[list[dict], int | 
         return options, requested, ""
     return options, steps[-1], (f"Step {requested} of {run} was not traced; showing the "
                                 f"latest traced step, {steps[-1]}.")
+
+
+def _followed(options: list[dict], newest: int, current: Any, shown: Any) -> tuple:
+    if options == shown:
+        return no_update, no_update, no_update
+    first = shown[0] if isinstance(shown, list) and shown else None
+    latest = first.get("value") if isinstance(first, dict) else None
+    follows = current is None or current == latest
+    return options, newest if follows else no_update, no_update
 
 
 @answers(lambda problem: (message_figure(problem), ""))
@@ -174,7 +195,9 @@ def register_callbacks(app: dash.Dash) -> None:
                  Output(NOTICE_TEXT, "children"), Input(QUERY_STORE, "data"))(run_choice)
     app.callback(Output(STEP_DROPDOWN, "options"), Output(STEP_DROPDOWN, "value"),
                  Output(STEP_NOTICE_TEXT, "children"), Input(RUN_DROPDOWN, "value"),
-                 State(QUERY_STORE, "data"))(step_choice)
+                 State(QUERY_STORE, "data"), State(STEP_DROPDOWN, "value"),
+                 State(STEP_DROPDOWN, "options"), Input(LIVE["store"], "data"))(
+        polled(step_choice, LIVE["store"]))
     app.callback(Output(BARS_GRAPH, "figure"), Output(SUMMARY_TEXT, "children"),
                  Input(RUN_DROPDOWN, "value"), Input(STEP_DROPDOWN, "value"))(timeline_view)
     app.callback(Output(DOWNLOAD, "data"), Output(DOWNLOAD_TEXT, "children"),
@@ -183,3 +206,4 @@ def register_callbacks(app: dash.Dash) -> None:
     app.callback(Output(NAV_LOCATION, "href"), Output(NAV_TEXT, "children"),
                  Input(BARS_GRAPH, "clickData"), State(RUN_DROPDOWN, "value"),
                  State(STEP_DROPDOWN, "value"), prevent_initial_call=True)(open_in_graph)
+    register_live(app, "timeline", (RUN_DROPDOWN,), LIVE_PARTS)
