@@ -174,10 +174,12 @@ def test_the_curve_stops_at_the_step(runs):
     shuffled = replay.curve_until(np.array([3, 1, 2]), np.array([30.0, 10.0, 20.0]), 2)
     assert shuffled[0].tolist() == [1, 2] and shuffled[1].tolist() == [10.0, 20.0]
     figure = replay.replay_curve_figure("loss", steps, values, 3, alert_step=None)
-    assert list(figure.data[0].x) == [1, 2, 3]
-    assert list(figure.layout.xaxis.range) == [1.0, 6.0]    # the whole run: it grows in place
+    assert figure["data"][0]["x"] == [1, 2, 3]
+    assert figure["layout"]["xaxis"]["range"] == [1.0, 6.0]  # the whole run: it grows in place
     longer = replay.replay_curve_figure("loss", steps, values, 3, last_step=9)
-    assert list(longer.layout.xaxis.range) == [1.0, 9.0]    # steps past the last point
+    assert longer["layout"]["xaxis"]["range"] == [1.0, 9.0]  # steps past the last point
+    nan = replay.replay_curve_figure("loss", np.array([1, 2]), np.array([1.0, np.nan]), 2)
+    assert nan["data"][0]["y"] == [1.0, None]                # JSON has no NaN
 
 
 def test_the_curve_tag_prefers_loss():
@@ -199,7 +201,7 @@ def test_alerts_appear_up_to_the_step(runs):
     assert replay.alerts_until([late, early], 9) == [early, late]
     steps, values = open_run(runs.logdir / runs.alert_run).scalars("train/loss")
     figure = replay.replay_curve_figure("train/loss", steps, values, 3, runs.alert_step)
-    lines = [shape.x0 for shape in figure.layout.shapes]
+    lines = [shape["x0"] for shape in figure["layout"]["shapes"]]
     assert lines == [3, runs.alert_step]
 
 

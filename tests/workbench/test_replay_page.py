@@ -174,10 +174,10 @@ def test_odd_positions_and_huge_steps_draw_nothing_lit(runs):
 
 def test_the_curve_grows_up_to_the_step(runs):
     figure = replay.curve(runs.run, 3)
-    assert list(figure.data[0].x) == [1, 2, 3]
-    assert list(figure.layout.xaxis.range) == [1.0, 6.0]
+    assert figure["data"][0]["x"] == [1, 2, 3]
+    assert figure["layout"]["xaxis"]["range"] == [1.0, 6.0]
     alerted = replay.curve(runs.alert_run, runs.alert_step)
-    assert [shape.x0 for shape in alerted.layout.shapes] == [runs.alert_step] * 2
+    assert [shape["x0"] for shape in alerted["layout"]["shapes"]] == [runs.alert_step] * 2
     bad = replay.curve(runs.run, "abc")
     assert "must be a step number" in bad.layout.annotations[0].text
     assert replay.curve(runs.run, None).layout.annotations[0].text == "No step to show."
@@ -213,6 +213,8 @@ def test_the_inspector_gives_start_duration_and_iterations(runs, text_of):
     panel = text_of(replay.inspect({"id": "total/(total)"}, runs.run, {"step": 3}))
     assert panel == "total Step 3 was not traced: no timing."
     assert replay.inspect(None, runs.run, {"step": 3}) == replay.INSPECTOR_HINT
+    box = text_of(replay.inspect({"id": "layer2"}, runs.run, {"step": 4, "t": None}))
+    assert box.startswith("layer2 layer2/MatMul done") and "layer2/Tanh done" in box
     assert text_of(replay.inspect({"id": "nope"}, runs.run, {"step": 4})) == (
         "No node 'nope' in this drawing.")
 

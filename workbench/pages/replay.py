@@ -332,7 +332,7 @@ def nearest_label(near: Any) -> str:
 
 
 @answers(lambda problem: message_figure(problem, 240))
-def curve(run: str | None, step: Any) -> Figure:
+def curve(run: str | None, step: Any) -> Figure | dict:
     """The run's loss curve (its first tag naming loss, else its first tag) up to the step."""
     step = step_number(step)
     if not run or step is None:
@@ -407,7 +407,8 @@ def inspect(tap: Any, run: str | None, position: Any):
     if data.graph(run) is None:
         return INSPECTOR_HINT
     view = data.view(run, data.hierarchy_default(run))
-    names = sorted(name for name, leaf in view.rep.items() if leaf == ident)
+    names = sorted(name for name, leaf in view.rep.items() if leaf == ident) or sorted(
+        name for name in view.rep if name.startswith(ident + "/"))    # an open scope's box
     if not names:
         return message(f"No node {clipped(ident)} in this drawing.")
     state = state_at(run, step, at)
