@@ -75,7 +75,7 @@ SPEEDS = (0.5, 1, 2, 4, 8)     # steps per tick
 TICK_MS = 250
 TICKS_PER_TRACED_STEP = 20     # at 1x the playhead crosses a traced step in 5 s
 SPANS_READ = 200               # up to this many traced steps, the playhead spans the ops only
-MARKS_SHOWN = 12               # step slider marks (the traced steps first)
+MARKS_SHOWN = 12               # at most about this many step slider marks
 PLACEMENT_LINES = 200
 CANVAS_STYLE = {"width": "100%", "height": "calc(100vh - 360px)", "minHeight": "420px"}
 INSPECTOR_HINT = "Click a node to see when it ran in this step."
@@ -181,8 +181,14 @@ def run_choice(query: Any) -> tuple[list[dict], str | None, str]:
 
 
 def _marks(numbers: list[int], traced: list[int], alert: int | None) -> dict:
-    chosen = sorted(set(traced[:MARKS_SHOWN]) | {numbers[0], numbers[-1]})
-    marks: dict = {str(n): {"label": str(n)} for n in chosen}
+    """Slider marks at the first alert, the ends and the traced steps, in that order of
+    precedence, leaving out those that would crowd one already placed."""
+    gap = (numbers[-1] - numbers[0]) / MARKS_SHOWN
+    chosen: list[int] = []
+    for n in [*(() if alert is None else (alert,)), numbers[0], numbers[-1], *traced]:
+        if n not in chosen and all(abs(n - m) >= gap for m in chosen):
+            chosen.append(n)
+    marks: dict = {str(n): {"label": str(n)} for n in sorted(chosen)}
     if alert is not None:
         marks[str(alert)] = {"label": f"NaN {alert}", "style": {"color": replay.ALERT_COLOR}}
     return marks
