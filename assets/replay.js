@@ -115,10 +115,13 @@
         if (window.location.pathname.endsWith("/replay")) {
             window.history.replaceState(window.history.state, "", address);
         }
+        // The curve and the logs follow (run, step) pairs: a new run may start at the
+        // same step number as the last one.
+        const same = Array.isArray(shownStep) && shownStep[0] === bounds.run &&
+            shownStep[1] === position.step;
         return [position.step, length === null ? 1 : Math.round(t),
-                length === null ? 1 : length,
-                length === null, shownStep === position.step ? noUpdate() : position.step,
-                address];
+                length === null ? 1 : length, length === null,
+                same ? noUpdate() : [bounds.run, position.step], address];
     }
 
     function play(_clicks, position, bounds, playing) {

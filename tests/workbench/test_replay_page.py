@@ -175,6 +175,16 @@ def test_odd_positions_and_huge_steps_draw_nothing_lit(runs):
     assert trace_text.startswith(f"Step {2 ** 62} was not traced")
 
 
+def test_the_curve_and_logs_follow_the_browsers_run_and_step_pair(runs):
+    assert replay.shown_step([runs.alert_run, 2], runs.run) == (runs.alert_run, 2)
+    assert replay.shown_step(None, runs.run) == (runs.run, None)
+    assert replay.shown_step("junk", runs.run) == (runs.run, None)
+    figure = replay._curve_input_first([runs.run, 2], runs.alert_run)
+    assert figure["data"][0]["x"] == [1, 2]
+    assert replay._logs_input_first([{"a": 1}, 2], runs.run)[0].children.startswith(
+        "A run name must be text")
+
+
 def test_the_curve_grows_up_to_the_step(runs):
     figure = replay.curve(runs.run, 3)
     assert figure["data"][0]["x"] == [1, 2, 3]

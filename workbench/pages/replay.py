@@ -44,7 +44,7 @@ NAME = "Replay"
 QUERY_STORE = "replay-query-store"
 BOUNDS_STORE = "replay-bounds-store"
 POSITION_STORE = "replay-position-store"
-STEP_STORE = "replay-step-store"
+STEP_STORE = "replay-step-store"       # [run, step] the curve and logs show
 PLAYING_STORE = "replay-playing-store"
 URL_STORE = "replay-url-store"
 NEAREST_STORE = "replay-nearest-store"
@@ -469,12 +469,19 @@ def _paint_input_first(position, run, bounds):
     return paint(run, position, bounds)
 
 
-def _curve_input_first(step, run):
-    return curve(run, step)
+def shown_step(shown: Any, run: Any) -> tuple[Any, Any]:
+    """(run, step) from the browser's [run, step] pair (the dropdown's run otherwise)."""
+    if isinstance(shown, list) and len(shown) == 2:
+        return shown[0], shown[1]
+    return run, None
 
 
-def _logs_input_first(step, run):
-    return logs(run, step)
+def _curve_input_first(shown, run):
+    return curve(*shown_step(shown, run))
+
+
+def _logs_input_first(shown, run):
+    return logs(*shown_step(shown, run))
 
 
 def _register_browser_side(app: dash.Dash) -> None:
