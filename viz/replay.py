@@ -17,9 +17,6 @@ from viz.edges import input_source
 from viz.timeline import StepTrace, step_transfers
 
 PENDING, RUNNING, DONE, IDLE = "pending", "running", "done", "idle"
-STATE_CLASSES = {PENDING: "replay-pending", RUNNING: "replay-running", DONE: "replay-done",
-                 IDLE: "replay-idle"}
-IN_FLIGHT_CLASS = "replay-in-flight"
 PENDING_COLOR = "#d9dde3"
 RUNNING_COLOR = "#ffd400"
 FLIGHT_COLOR = "#e6007e"
