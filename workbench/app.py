@@ -20,12 +20,14 @@ from workbench.pages import (
     histograms,
     images,
     placement,
+    replay,
     runs,
     scalars,
     timeline,
 )
 
-PAGES = (runs, graph, placement, scalars, histograms, images, timeline, alerts, compare)
+PAGES = (runs, graph, placement, scalars, histograms, images, timeline, alerts, compare,
+         replay)
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
 TITLE = "Workbench"
 NAV_ID = "app-nav-div"

@@ -1,6 +1,6 @@
 """The `workbench` command: `serve` a log directory, record the `demo` runs and serve them,
-or `export` a run as TensorBoard event files, or `view` a graph file (recorded into a
-temporary run). Binds 127.0.0.1 unless --host says otherwise."""
+or `export` a run as TensorBoard event files, `view` a graph file (recorded into a
+temporary run), or `replay` a run folder. Binds 127.0.0.1 unless --host says otherwise."""
 
 from __future__ import annotations
 
@@ -56,6 +56,10 @@ def build_parser() -> argparse.ArgumentParser:
     view.add_argument("--logdir", default=None, help="record the run here and keep it "
                                                      "(default: a temporary folder)")
     _add_server_options(view)
+    replay = commands.add_parser("replay", help="open a run on the Replay page (its parent "
+                                 "folder served as the log directory)")
+    replay.add_argument("run_dir", type=Path, help="the run folder to replay")
+    _add_server_options(replay)
     return parser
 
 
@@ -149,6 +153,35 @@ def view(args: argparse.Namespace) -> int:
         return serve(logdir, args.host, args.port, args.allow_host, args.auth_token)
 
 
+def replay_target(run_dir: Path) -> tuple[Path, str]:
+    """(log directory, run name) for `workbench replay RUN_DIR`; OSError naming the folder
+    when it is missing or not a run."""
+    from engine.record import event_files
+    from engine.record.schema import DATABASE_NAME
+
+    if not run_dir.is_dir():
+        raise FileNotFoundError(f"no run folder {run_dir}")
+    if not ((run_dir / DATABASE_NAME).is_file() or event_files.is_event_file_run(run_dir)):
+        raise FileNotFoundError(f"{run_dir} is not a run (no {DATABASE_NAME} and no "
+                                "TensorBoard event file in it)")
+    resolved = run_dir.resolve()
+    return resolved.parent, resolved.name
+
+
+def replay(args: argparse.Namespace) -> int:
+    """`workbench replay RUN_DIR`: serves the run's parent folder and prints the address that
+    opens the run on the Replay page."""
+    from urllib.parse import quote
+
+    try:
+        logdir, run = replay_target(args.run_dir)
+    except OSError as exc:
+        print(f"workbench: error: {exc}", file=sys.stderr)
+        return 2
+    print(f"Replay: {url(args.host, args.port)}replay?run={quote(run)}", flush=True)
+    return serve(logdir, args.host, args.port, args.allow_host, args.auth_token)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "serve":
@@ -157,4 +190,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return export(args)
     if args.command == "view":
         return view(args)
+    if args.command == "replay":
+        return replay(args)
     return demo(args)

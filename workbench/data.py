@@ -374,6 +374,11 @@ def steps(name: str) -> list[StepRecord]:
     return _query(name, "steps")
 
 
+def plans(name: str) -> list:
+    """Every recorded plan (its latest recording): the replay finds a step's graph version."""
+    return _query(name, "plans")
+
+
 def step_stats(name: str, step: int) -> list:
     return _query(name, "step_stats", step)
 

@@ -66,7 +66,8 @@ def _row(info: RunInfo) -> html.Tr:
                            _page_link("/scalars", info.name, "scalars"), " · ",
                            _page_link("/alerts", info.name, "alerts"), " · ",
                            _page_link("/histograms", info.name, "histograms"), " · ",
-                           _page_link("/images", info.name, "images")])
+                           _page_link("/images", info.name, "images"), " · ",
+                           _page_link("/replay", info.name, "replay")])
     tags = ", ".join(info.tags[:TAG_LIMIT]) + (" …" if len(info.tags) > TAG_LIMIT else "")
     status = [html.Span(info.status, className=f"status status-{info.status}")]
     if info.error and not unreadable:

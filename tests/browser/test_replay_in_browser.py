@@ -1,0 +1,135 @@
+"""The Replay page in headless Chromium at 1280x800 over runs recorded by real Sessions: Play
+advances the step and the address follows; space, arrows, Home and End drive it; a slider
+scrub onto a traced step lights its nodes; reloading an address with a playhead time shows
+the nodes pending, running and done at that time and the transfer in flight on its edge; an
+untraced step offers the nearest traced one; the console stays free of errors."""
+
+from __future__ import annotations
+
+import pytest
+from browser_helpers import WAIT_S, open_page
+from recorded_replay import record_replay_runs
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+from selenium.webdriver.support.wait import WebDriverWait
+
+from engine.record import open_run
+from viz import replay
+from viz.hierarchy import build_hierarchy, default_expansion, hierarchy_view
+from viz.timeline import StepTrace
+from workbench.app import create_app
+
+_CY = ("const box = document.querySelector('#replay-cytoscape'); "
+       "const cy = box && box._cyreg ? box._cyreg.cy : null;")
+_COUNT = _CY + "return cy ? cy.nodes().length : -1;"
+_NODE_COLOR = _CY + "return cy ? cy.getElementById(arguments[0]).style('background-color') : null;"
+_EDGE_COLOR = _CY + "return cy ? cy.getElementById(arguments[0]).style('line-color') : null;"
+
+
+def _rgb(color: str) -> str:
+    return "rgb({},{},{})".format(*(int(color[i:i + 2], 16) for i in (1, 3, 5)))
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    return record_replay_runs(tmp_path_factory.mktemp("replay-browser"))
+
+
+def _wait(duo, condition, message: str):
+    return WebDriverWait(duo.driver, WAIT_S).until(condition, message=message)
+
+
+def _press(duo, key) -> None:
+    duo.find_element("body").send_keys(key)
+
+
+def _trace(runs, step: int) -> StepTrace:
+    reader = open_run(runs.logdir / runs.run)
+    plan = next(record.plan for record in reader.steps() if record.step == step)
+    return StepTrace(runs.run, step, tuple(reader.step_stats(step)),
+                     tuple(reader.transfers(step)), tuple(reader.cut_edges(plan)))
+
+
+def _expected_at(runs, step: int, at: float | None):
+    """(leaf id -> state, lit edge ids) the page should show, from the same records (read
+    here directly: the workbench's data module is the server's, in this process)."""
+    tree = build_hierarchy(open_run(runs.logdir / runs.run).graph())
+    view = hierarchy_view(tree, default_expansion(tree))
+    state = replay.step_state(step, _trace(runs, step), at)
+    edges = [f"{edge.src}->{edge.dst}" for edge in view.edges]
+    return replay.leaf_states(state, view.rep), replay.flight_edge_ids(state, view.rep, edges)
+
+
+def _flight_time(runs, step: int) -> float:
+    """Halfway through moving layer2/Tanh to total: Tanh has finished by then, and total
+    has not started."""
+    tanh = next(f for f in replay.flights(_trace(runs, step)) if f.producer == "layer2/Tanh")
+    return round((tanh.start_us + tanh.end_us) / 2)
+
+
+def test_replay_plays_scrubs_follows_keys_and_lights_the_graph(dash_duo, runs):
+    dash_duo.start_server(create_app(runs.logdir))
+    dash_duo.driver.set_window_size(1280, 800)
+    open_page(dash_duo, f"/replay?run={runs.run}&step=1")
+    _wait(dash_duo, lambda d: d.execute_script(_COUNT) > 3, "the graph was never drawn")
+    dash_duo.wait_for_text_to_equal("#replay-step-text", "Step 1 of 6")
+    dash_duo.wait_for_contains_text("#replay-trace-text", "Step 1 was not traced")
+    fits = dash_duo.driver.execute_script(
+        "return document.documentElement.scrollWidth <= window.innerWidth")
+    assert fits, "the replay page scrolls sideways at 1280x800"
+
+    dash_duo.find_element("#replay-play-button").click()
+    dash_duo.wait_for_text_to_equal("#replay-play-button", "Pause")
+    dash_duo.wait_for_contains_text("#replay-step-text", "Step 2 of 6 (traced)")
+    _wait(dash_duo, lambda d: "step=2" in d.current_url, "the address did not follow")
+    _press(dash_duo, " ")
+    dash_duo.wait_for_text_to_equal("#replay-play-button", "Play")
+
+    _press(dash_duo, Keys.END)
+    dash_duo.wait_for_text_to_equal("#replay-step-text", "Step 6 of 6")
+    _wait(dash_duo, lambda d: "step=6" in d.current_url, "End did not move the address")
+    _press(dash_duo, Keys.HOME)
+    dash_duo.wait_for_text_to_equal("#replay-step-text", "Step 1 of 6")
+    _press(dash_duo, Keys.ARROW_RIGHT)
+    _press(dash_duo, Keys.ARROW_RIGHT)
+    dash_duo.wait_for_text_to_equal("#replay-step-text", "Step 3 of 6")
+    dash_duo.wait_for_text_to_equal("#replay-trace-text",
+                                    "Step 3 was not traced; traced steps: 2, 4.")
+    dash_duo.wait_for_text_to_equal("#replay-nearest-button", "Go to traced step 2")
+    dash_duo.find_element("#replay-nearest-button").click()
+    dash_duo.wait_for_text_to_equal("#replay-step-text", "Step 2 of 6 (traced)")
+    _press(dash_duo, Keys.ARROW_LEFT)
+    dash_duo.wait_for_text_to_equal("#replay-step-text", "Step 1 of 6")
+
+    # A scrub: the step slider's handle moves itself with the arrow keys.
+    handle = dash_duo.driver.find_element(By.CSS_SELECTOR, "#replay-step-slider [role=slider]")
+    handle.send_keys(Keys.ARROW_RIGHT)
+    dash_duo.wait_for_text_to_equal("#replay-step-text", "Step 2 of 6 (traced)")
+    dash_duo.wait_for_contains_text("#replay-status-text", "end of step")
+    done, _ = _expected_at(runs, 2, None)
+    lit = next(leaf for leaf, state in done.items() if state == replay.DONE)
+    _wait(dash_duo, lambda d: d.execute_script(_NODE_COLOR, lit) != _rgb(replay.PENDING_COLOR),
+          "the step's nodes were not lit")
+
+    # Reloading an address with a playhead time: Tanh's output is on its way to the CPU.
+    at = _flight_time(runs, 2)
+    open_page(dash_duo, f"/replay?run={runs.run}&step=2&t={at}")
+    _wait(dash_duo, lambda d: d.execute_script(_COUNT) > 3, "the graph was not drawn again")
+    dash_duo.wait_for_contains_text("#replay-status-text", "moving layer2/Tanh:0")
+    leaves, flying = _expected_at(runs, 2, at)
+    assert flying, "the recorded step has no transfer in flight at that time"
+    _wait(dash_duo, lambda d: d.execute_script(_EDGE_COLOR, flying[0]) ==
+          _rgb(replay.FLIGHT_COLOR), "the transfer in flight is not highlighted")
+    pending = next(leaf for leaf, found in leaves.items() if found == replay.PENDING)
+    assert dash_duo.driver.execute_script(_NODE_COLOR, pending) == _rgb(replay.PENDING_COLOR)
+    running = [leaf for leaf, found in leaves.items() if found == replay.RUNNING]
+    for leaf in running:
+        assert dash_duo.driver.execute_script(_NODE_COLOR, leaf) == _rgb(replay.RUNNING_COLOR)
+    finished = [leaf for leaf, found in leaves.items() if found == replay.DONE]
+    assert finished, "nothing had finished by the playhead"
+    for leaf in finished:       # in its device's colour, which the element carries
+        own = dash_duo.driver.execute_script(_CY + "return cy.getElementById(arguments[0])"
+                                             ".data('color');", leaf)
+        assert dash_duo.driver.execute_script(_NODE_COLOR, leaf) == _rgb(own)
+    assert f"step=2&t={at}" in dash_duo.driver.current_url
+    assert dash_duo.get_logs() == []

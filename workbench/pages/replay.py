@@ -1,0 +1,513 @@
+"""Replay page (`/replay?run=NAME&step=N&t=US`): scrub or play through a run's recorded steps.
+The loss curve grows, the placement log and alerts in force follow, and on a traced step the
+graph's nodes light up in execution order while a playhead moves through the step, Send/Recv
+transfers highlighted on their edges while in flight. Play, speed, keys and the address are
+handled in the browser (assets/replay.js); the server answers what a (step, time) shows."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import dash
+import dash_cytoscape as cyto
+from dash import ClientsideFunction, Input, Output, State, dcc, html
+from plotly.graph_objects import Figure
+
+from viz import replay
+from viz.graph_elements import (
+    DEFAULT_COLOR_MODE,
+    NO_STEP,
+    cytoscape_layout,
+    format_bytes,
+    format_us,
+    graph_elements,
+    stylesheet,
+)
+from viz.hierarchy import OP
+from viz.message import message_figure
+from workbench import data
+from workbench.inputs import MAX_TEXT, BadInput, clipped, step_number
+from workbench.pages.common import (
+    answers,
+    choose_run,
+    labelled,
+    message,
+    page_header,
+    run_choices,
+    run_notice,
+    run_options,
+)
+
+PATH = "/replay"
+NAME = "Replay"
+
+QUERY_STORE = "replay-query-store"
+BOUNDS_STORE = "replay-bounds-store"
+POSITION_STORE = "replay-position-store"
+STEP_STORE = "replay-step-store"       # [run, step] the curve and logs show
+PLAYING_STORE = "replay-playing-store"
+URL_STORE = "replay-url-store"
+NEAREST_STORE = "replay-nearest-store"
+RUN_DROPDOWN = "replay-run-dropdown"
+SPEED_DROPDOWN = "replay-speed-dropdown"
+PLAY_INTERVAL = "replay-play-interval"
+PLAY_BUTTON = "replay-play-button"
+FIRST_BUTTON = "replay-first-button"
+PREV_BUTTON = "replay-prev-button"
+NEXT_BUTTON = "replay-next-button"
+LAST_BUTTON = "replay-last-button"
+NEAREST_BUTTON = "replay-nearest-button"
+STEP_SLIDER = "replay-step-slider"
+TIME_SLIDER = "replay-time-slider"
+NOTICE_TEXT = "replay-notice-text"
+STEP_NOTICE_TEXT = "replay-step-notice-text"
+STEP_TEXT = "replay-step-text"
+TRACE_TEXT = "replay-trace-text"
+STATUS_TEXT = "replay-status-text"
+CYTO = "replay-cytoscape"
+GRAPH_MESSAGE = "replay-graph-message"
+CURVE_GRAPH = "replay-curve-graph"
+PLACEMENT_DIV = "replay-placement-div"
+ALERTS_DIV = "replay-alerts-div"
+INSPECTOR_DIV = "replay-inspector-div"
+
+SPEEDS = (0.5, 1, 2, 4, 8)     # steps per tick
+TICK_MS = 250
+TICKS_PER_TRACED_STEP = 20     # at 1x the playhead crosses a traced step in 5 s
+SPANS_READ = 200               # up to this many traced steps, the playhead spans the ops only
+MARKS_SHOWN = 12               # at most about this many step slider marks
+PLACEMENT_LINES = 200
+CANVAS_STYLE = {"width": "100%", "height": "calc(100vh - 360px)", "minHeight": "420px"}
+INSPECTOR_HINT = "Click a node to see when it ran in this step."
+_HIDDEN = {"display": "none"}
+
+cyto.load_extra_layouts()
+
+
+def layout(run: str | None = None, step: str | None = None, t: str | None = None,
+           **_query) -> html.Div:
+    return html.Div([
+        page_header("Replay", "Scrub or play through the run's steps. On a traced step the "
+                              "graph lights up in execution order: grey not yet, yellow "
+                              "running, device colour done; magenta edges are transfers "
+                              "in flight. Keys: space play/pause, ←/→ step, Home/End."),
+        dcc.Store(id=QUERY_STORE, data={"run": run, "step": step, "t": t}),
+        dcc.Store(id=BOUNDS_STORE), dcc.Store(id=POSITION_STORE), dcc.Store(id=STEP_STORE),
+        dcc.Store(id=PLAYING_STORE, data=False), dcc.Store(id=URL_STORE),
+        dcc.Store(id=NEAREST_STORE),
+        dcc.Interval(id=PLAY_INTERVAL, interval=TICK_MS, disabled=True),
+        html.Div(className="controls replay-controls", children=[
+            labelled("Run", dcc.Dropdown(id=RUN_DROPDOWN, clearable=False)),
+            html.Div(className="replay-buttons", children=[
+                html.Button("|◀", id=FIRST_BUTTON, className="button", title="first (Home)"),
+                html.Button("◀", id=PREV_BUTTON, className="button", title="previous (←)"),
+                html.Button("Play", id=PLAY_BUTTON, className="button replay-play",
+                            title="play / pause (space)"),
+                html.Button("▶", id=NEXT_BUTTON, className="button", title="next (→)"),
+                html.Button("▶|", id=LAST_BUTTON, className="button", title="last (End)")]),
+            labelled("Speed", dcc.Dropdown(
+                id=SPEED_DROPDOWN, clearable=False, value=1, searchable=False,
+                options=[{"label": f"{speed:g}x", "value": speed} for speed in SPEEDS])),
+        ]),
+        html.P(id=NOTICE_TEXT, className="message notice"),
+        html.P(id=STEP_NOTICE_TEXT, className="message notice"),
+        html.Div(className="replay-sliders", children=[
+            labelled("Step", dcc.Slider(id=STEP_SLIDER, min=0, max=1, step=1, value=0,
+                                        updatemode="drag")),
+            labelled("Time in step", dcc.Slider(id=TIME_SLIDER, min=0, max=1, value=1,
+                                                disabled=True, marks=None,
+                                                allow_direct_input=False,
+                                                updatemode="drag")),
+        ]),
+        html.Div(className="replay-status", children=[
+            html.Span(id=STEP_TEXT, className="replay-step-text"), " ",
+            html.Span(id=TRACE_TEXT, className="notice-inline"), " ",
+            html.Button(id=NEAREST_BUTTON, className="button", style=_HIDDEN), " ",
+            html.Span(id=STATUS_TEXT, className="muted")]),
+        html.Div(className="replay-layout", children=[
+            html.Div(className="graph-canvas replay-canvas", children=[
+                html.P("Loading graph…", id=GRAPH_MESSAGE, className="message graph-message"),
+                cyto.Cytoscape(id=CYTO, elements=[], stylesheet=stylesheet(),
+                               layout=cytoscape_layout(), style=CANVAS_STYLE, minZoom=0.05,
+                               maxZoom=4, boxSelectionEnabled=False, autounselectify=True,
+                               autoRefreshLayout=False, responsive=True)]),
+            html.Div(className="replay-side", children=[
+                dcc.Graph(id=CURVE_GRAPH, figure=message_figure("Loading curve…", 240),
+                          config={"displaylogo": False, "displayModeBar": False}),
+                html.Div(id=ALERTS_DIV, className="replay-alerts"),
+                html.Div(id=INSPECTOR_DIV, className="replay-inspector",
+                         children=INSPECTOR_HINT),
+                html.Div(id=PLACEMENT_DIV, className="replay-placement"),
+            ]),
+        ]),
+    ])
+
+
+def _query(query: Any) -> dict:
+    return query if isinstance(query, dict) else {}
+
+
+def _playhead(value: Any, what: str = "the time in the step") -> float | None:
+    """A playhead time in microseconds (None: the end of the step)."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, str) and len(value) <= 20:
+        try:
+            value = float(value)
+        except ValueError:
+            pass
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
+            0 <= value < float("inf")):
+        raise BadInput(f"{what} must be microseconds from 0, got {clipped(value)}")
+    return float(value)
+
+
+def _position(position: Any) -> tuple[int | None, float | None]:
+    position = position if isinstance(position, dict) else {}
+    return step_number(position.get("step")), _playhead(position.get("t"))
+
+
+# -- the run and its steps ------------------------------------------------------------------
+
+
+@answers(lambda problem: ([], None, problem))
+def run_choice(query: Any) -> tuple[list[dict], str | None, str]:
+    """(options, the run to show, a notice when it is not the one asked for)."""
+    requested = _query(query).get("run")
+    names, healthy = run_choices()
+    chosen = choose_run(names, requested, healthy)
+    options = run_options(names, frozenset(names) - frozenset(healthy))
+    return options, chosen, run_notice(requested, chosen)
+
+
+def _marks(numbers: list[int], traced: list[int], alert: int | None) -> dict:
+    """Slider marks at the first alert, the ends and the traced steps, in that order of
+    precedence, leaving out those that would crowd one already placed."""
+    gap = (numbers[-1] - numbers[0]) / MARKS_SHOWN
+    chosen: list[int] = []
+    for n in [*(() if alert is None else (alert,)), numbers[0], numbers[-1], *traced]:
+        if n not in chosen and all(abs(n - m) >= gap for m in chosen):
+            chosen.append(n)
+    marks: dict = {str(n): {"label": str(n)} for n in sorted(chosen)}
+    if alert is not None:
+        marks[str(alert)] = {"label": f"NaN {alert}", "style": {"color": replay.ALERT_COLOR}}
+    return marks
+
+
+def _no_steps(problem: str) -> tuple:
+    return None, None, problem, 0, 1, {}
+
+
+@answers(_no_steps)
+def step_bounds(run: str | None, query: Any) -> tuple:
+    """(bounds, the first position, a notice, step slider min, max, marks). The bounds the
+    browser plays within: the run, first and last step, the step numbers when they are not
+    consecutive, the traced steps with their durations, the first alert's step. The address's
+    step and time count when the run is the one asked for; a step not recorded is snapped
+    to the nearest one, and said so."""
+    if not run:
+        return _no_steps("No readable run in the log directory.")
+    run = data.check_name(run)
+    records = data.steps(run)
+    numbers = replay.step_numbers(records)
+    if not numbers:
+        return _no_steps(f"Run {run} recorded no step (no Session.run) to replay.")
+    traced = replay.traced_spans(records, data.traced_steps(run))
+    if len(traced) <= SPANS_READ:       # the ops' own span, without the step's overhead
+        traced = {step: replay.stats_span(data.step_stats(run, step)) or span
+                  for step, span in traced.items()}
+    alert = replay.first_alert_step(data.alerts(run))
+    bounds = {"run": run, "first": numbers[0], "last": numbers[-1],
+              "numbers": None if numbers[-1] - numbers[0] + 1 == len(numbers) else numbers,
+              "traced": {str(step): span for step, span in traced.items()},
+              "ticks": TICKS_PER_TRACED_STEP, "alert": alert}
+    query = _query(query)
+    notice, step, at = "", numbers[0], None
+    if query.get("run") in (None, "", run):
+        try:
+            wanted = step_number(query.get("step"), "the step in the address")
+            at = _playhead(query.get("t"), "the time in the address")
+        except BadInput as exc:
+            wanted, notice = None, f"{str(exc)[:1].upper()}{str(exc)[1:]}; showing step " \
+                                   f"{numbers[0]}."
+        step = replay.snapped_step(numbers, wanted)
+        if wanted is not None and step != wanted:
+            notice = (f"Run {run} recorded no step {wanted} (steps {numbers[0]}–"
+                      f"{numbers[-1]}); showing step {step}.")
+    if step not in traced:
+        at = None
+    marks = _marks(numbers, sorted(traced), alert)
+    return bounds, {"step": step, "t": at}, notice, numbers[0], numbers[-1], marks
+
+
+# -- the graph --------------------------------------------------------------------------
+
+
+def _drawn(problem: str) -> tuple:
+    return [], problem, {"display": "block"}, cytoscape_layout()
+
+
+@answers(_drawn)
+def draw(run: str | None) -> tuple:
+    """(elements, message, message style, layout): the run's graph at its default expansion,
+    coloured by assigned device, drawn once per run; ticks only restyle it."""
+    if not run:
+        return _drawn("No readable run in the log directory.")
+    run = data.check_name(run)
+    record = data.graph(run)
+    if record is None:
+        return _drawn(f"Run {run} recorded no graph.")
+    view = data.view(run, data.hierarchy_default(run))
+
+    def build():
+        return graph_elements(view, record, data.placements(run, record.version),
+                              DEFAULT_COLOR_MODE, NO_STEP, False, (), data.devices(run))
+    elements, _legend = data.graph_elements_for(run, view.expanded, DEFAULT_COLOR_MODE, None,
+                                                False, build)
+    positions = {e["data"]["id"]: e["position"] for e in elements if "position" in e}
+    return elements, "", _HIDDEN, {**cytoscape_layout(), "positions": positions}
+
+
+def state_at(run: str, step: int, at_us: float | None) -> replay.StepState:
+    """The replay state of a step at a playhead time (untraced steps have none)."""
+    if step not in set(data.traced_steps(run)):
+        return replay.step_state(step, None, None)
+    return replay.step_state(step, data.step_trace(run, step), at_us)
+
+
+def _status(state: replay.StepState) -> str:
+    done = sum(1 for node in state.nodes.values() if node.state == replay.DONE)
+    running = [node.node for node in state.nodes.values() if node.state == replay.RUNNING]
+    at = "end of step" if state.at_us is None else f"{format_us(state.at_us)}"
+    parts = [f"{at} of {format_us(state.span_us)}: {done} of {len(state.nodes)} nodes done"]
+    if running:
+        parts.append(f"running {', '.join(sorted(running)[:3])}"
+                     + (f" +{len(running) - 3}" if len(running) > 3 else ""))
+    for flight in state.in_flight[:2]:
+        fed = replay.fed_node(flight.producer)
+        tensor = flight.tensor if fed == flight.producer else f"fed {fed}"
+        parts.append(f"moving {tensor} to {_short(flight.dst_device)} "
+                     f"({format_bytes(flight.bytes)})")
+    if len(state.in_flight) > 2:
+        parts.append(f"{len(state.in_flight) - 2} more transfers")
+    return "; ".join(parts) + "."
+
+
+def _short(device: str) -> str:
+    return device.rpartition("device:")[2] or device
+
+
+def _painted(problem: str) -> tuple:
+    return stylesheet(), "", problem, _HIDDEN, "", None
+
+
+@answers(_painted)
+def paint(run: str | None, position: Any, bounds: Any) -> tuple:
+    """(stylesheet, step text, trace text, nearest-button style, status, nearest step) for
+    the position: a traced step's nodes and transfers at the playhead; an untraced step says
+    so and offers the nearest traced one."""
+    step, at = _position(position)
+    if not run or step is None:
+        return stylesheet(), "", "", _HIDDEN, "", None
+    run = data.check_name(run)
+    last = bounds.get("last") if isinstance(bounds, dict) else None
+    step_text = f"Step {step}" + (f" of {last}" if isinstance(last, int) else "")
+    traced = data.traced_steps(run)
+    if step not in traced:
+        near = replay.nearest_traced(traced, step)
+        style = _HIDDEN if near is None else {}
+        return (stylesheet(), step_text, replay.untraced_text(step, traced), style, "",
+                near)
+    state = state_at(run, step, at)
+    record = data.graph(run)
+    if record is None:
+        return stylesheet(), step_text, "", _HIDDEN, _status(state), None
+    view = data.view(run, data.hierarchy_default(run))
+    leaves = replay.leaf_states(state, view.rep)
+    edge_ids = [f"{edge.src}->{edge.dst}" for edge in view.edges]
+    flying = replay.flight_edge_ids(state, view.rep, edge_ids)
+    rules = stylesheet() + replay.replay_rules(leaves, flying)
+    return rules, f"{step_text} (traced)", "", _HIDDEN, _status(state), None
+
+
+def nearest_label(near: Any) -> str:
+    return f"Go to traced step {near}" if isinstance(near, int) else ""
+
+
+# -- curve, placement, alerts -------------------------------------------------------------
+
+
+@answers(lambda problem: message_figure(problem, 240))
+def curve(run: str | None, step: Any) -> Figure | dict:
+    """The run's loss curve (its first tag naming loss, else its first tag) up to the step."""
+    step = step_number(step)
+    if not run or step is None:
+        return message_figure("No step to show.", 240)
+    run = data.check_name(run)
+    tag = replay.curve_tag(data.tags(run))
+    if tag is None:
+        return message_figure(f"Run {run} recorded no scalars.", 240)
+    steps, values = data.scalars(run, tag)
+    numbers = replay.step_numbers(data.steps(run))
+    return replay.replay_curve_figure(tag, steps, values, step,
+                                      replay.first_alert_step(data.alerts(run)),
+                                      numbers[-1] if numbers else None)
+
+
+def _placement_table(run: str, step: int) -> html.Div:
+    record = replay.step_record(data.steps(run), step)
+    version = replay.graph_version_at(record, data.plans(run))
+    placements = data.placements(run, version)
+    if not placements:
+        return html.Div(message(f"No placement recorded up to step {step}."))
+    lines = [placement.log_line for placement in placements][:PLACEMENT_LINES]
+    more = len(placements) - len(lines)
+    title = "Placement in force" + ("" if version is None else f" (graph version {version})")
+    return html.Div([html.H4(title), html.Pre("\n".join(lines) + (
+        f"\n… {more} more" if more > 0 else ""), className="placement-log replay-log")])
+
+
+def _alert_list(run: str, step: int) -> list:
+    alerts = data.alerts(run)
+    shown = replay.alerts_until(alerts, step)
+    if not alerts:
+        return []
+    if not shown:
+        return [html.P(f"No alert up to step {step}.", className="muted")]
+    first = replay.first_alert_step(alerts)
+    items = [html.Li(f"step {alert.step}: {alert.node} ({alert.op}) — {alert.message}",
+                     className="replay-alert-first" if alert.step == first else "")
+             for alert in shown[:20]]
+    reached = "replay-alert-banner replay-alert-now" if step == first else "replay-alert-banner"
+    return [html.P(f"NaN/Inf first at step {first}", className=reached), html.Ul(items)]
+
+
+@answers(lambda problem: (message(problem), []))
+def logs(run: str | None, step: Any) -> tuple:
+    """(the placement log in force at the step, the alerts recorded up to it)."""
+    step = step_number(step)
+    if not run or step is None:
+        return "", []
+    run = data.check_name(run)
+    return _placement_table(run, step), _alert_list(run, step)
+
+
+# -- the inspector --------------------------------------------------------------------------
+
+
+def _tapped(value: Any) -> str | None:
+    if not isinstance(value, dict):
+        return None
+    ident = value.get("id")
+    return ident if isinstance(ident, str) and 0 < len(ident) <= MAX_TEXT else None
+
+
+@answers(message)
+def inspect(tap: Any, run: str | None, position: Any):
+    """When the tapped node (or the nodes a collapsed one stands for) ran in this step."""
+    ident = _tapped(tap)
+    step, at = _position(position)
+    if ident is None or not run or step is None:
+        return INSPECTOR_HINT
+    run = data.check_name(run)
+    if data.graph(run) is None:
+        return INSPECTOR_HINT
+    view = data.view(run, data.hierarchy_default(run))
+    names = sorted(name for name, leaf in view.rep.items() if leaf == ident) or sorted(
+        name for name in view.rep if name.startswith(ident + "/"))    # an open scope's box
+    if not names:
+        return message(f"No node {clipped(ident)} in this drawing.")
+    state = state_at(run, step, at)
+    group = data.hierarchy(run).groups.get(ident)
+    title = names[0] if group is not None and group.kind == OP else ident
+    if not state.traced:
+        return html.Div([html.H4(title, className="inspector-title"),
+                         html.P(f"Step {step} was not traced: no timing.", className="muted")])
+    rows = []
+    for name in names[:30]:
+        node = state.nodes.get(name)
+        if node is None:
+            rows.append(html.Tr([html.Td(name), html.Td("did not run", colSpan=3)]))
+            continue
+        runs = f" ×{node.runs} ({node.done} done)" if node.runs > 1 else ""
+        rows.append(html.Tr([html.Td(name), html.Td(node.state + runs),
+                             html.Td(f"start {format_us(node.first_start_us)}"),
+                             html.Td(f"{format_us(node.busy_us)} on "
+                                     f"{_short(node.device)}")]))
+    return html.Div([html.H4(title, className="inspector-title"),
+                     html.Table(html.Tbody(rows), className="inspector-table")])
+
+
+def register_callbacks(app: dash.Dash) -> None:
+    app.callback(Output(RUN_DROPDOWN, "options"), Output(RUN_DROPDOWN, "value"),
+                 Output(NOTICE_TEXT, "children"), Input(QUERY_STORE, "data"))(run_choice)
+    app.callback(Output(BOUNDS_STORE, "data"), Output(POSITION_STORE, "data"),
+                 Output(STEP_NOTICE_TEXT, "children"),
+                 Output(STEP_SLIDER, "min"), Output(STEP_SLIDER, "max"),
+                 Output(STEP_SLIDER, "marks"), Input(RUN_DROPDOWN, "value"),
+                 State(QUERY_STORE, "data"), prevent_initial_call=True)(step_bounds)
+    app.callback(Output(CYTO, "elements"), Output(GRAPH_MESSAGE, "children"),
+                 Output(GRAPH_MESSAGE, "style"), Output(CYTO, "layout"),
+                 Input(RUN_DROPDOWN, "value"))(draw)
+    app.callback(Output(CYTO, "stylesheet"), Output(STEP_TEXT, "children"),
+                 Output(TRACE_TEXT, "children"), Output(NEAREST_BUTTON, "style"),
+                 Output(STATUS_TEXT, "children"), Output(NEAREST_STORE, "data"),
+                 Input(POSITION_STORE, "data"), State(RUN_DROPDOWN, "value"),
+                 State(BOUNDS_STORE, "data"))(_paint_input_first)
+    app.callback(Output(NEAREST_BUTTON, "children"), Input(NEAREST_STORE, "data"))(
+        nearest_label)
+    app.callback(Output(CURVE_GRAPH, "figure"), Input(STEP_STORE, "data"),
+                 State(RUN_DROPDOWN, "value"))(_curve_input_first)
+    app.callback(Output(PLACEMENT_DIV, "children"), Output(ALERTS_DIV, "children"),
+                 Input(STEP_STORE, "data"), State(RUN_DROPDOWN, "value"))(_logs_input_first)
+    app.callback(Output(INSPECTOR_DIV, "children"), Input(CYTO, "tapNodeData"),
+                 Input(POSITION_STORE, "data"), State(RUN_DROPDOWN, "value"))(inspect)
+    _register_browser_side(app)
+
+
+def _paint_input_first(position, run, bounds):
+    return paint(run, position, bounds)
+
+
+def shown_step(shown: Any, run: Any) -> tuple[Any, Any]:
+    """(run, step) from the browser's [run, step] pair (the dropdown's run otherwise)."""
+    if isinstance(shown, list) and len(shown) == 2:
+        return shown[0], shown[1]
+    return run, None
+
+
+def _curve_input_first(shown, run):
+    return curve(*shown_step(shown, run))
+
+
+def _logs_input_first(shown, run):
+    return logs(*shown_step(shown, run))
+
+
+def _register_browser_side(app: dash.Dash) -> None:
+    """Play, pause, speed, the buttons (which the keys press) and the address: in the
+    browser (assets/replay.js), so a tick costs the server only what the step shows."""
+    app.clientside_callback(
+        ClientsideFunction("replay", "navigate"),
+        Output(POSITION_STORE, "data", allow_duplicate=True),
+        Input(PLAY_INTERVAL, "n_intervals"), Input(FIRST_BUTTON, "n_clicks"),
+        Input(PREV_BUTTON, "n_clicks"), Input(NEXT_BUTTON, "n_clicks"),
+        Input(LAST_BUTTON, "n_clicks"), Input(NEAREST_BUTTON, "n_clicks"),
+        Input(STEP_SLIDER, "value"), Input(TIME_SLIDER, "value"),
+        State(BOUNDS_STORE, "data"), State(POSITION_STORE, "data"),
+        State(SPEED_DROPDOWN, "value"), State(NEAREST_STORE, "data"),
+        prevent_initial_call=True)
+    app.clientside_callback(
+        ClientsideFunction("replay", "show"),
+        Output(STEP_SLIDER, "value"), Output(TIME_SLIDER, "value"),
+        Output(TIME_SLIDER, "max"), Output(TIME_SLIDER, "disabled"),
+        Output(STEP_STORE, "data"), Output(URL_STORE, "data"),
+        Input(POSITION_STORE, "data"), State(BOUNDS_STORE, "data"),
+        State(STEP_STORE, "data"), prevent_initial_call=True)
+    app.clientside_callback(
+        ClientsideFunction("replay", "play"),
+        Output(PLAYING_STORE, "data"), Output(PLAY_INTERVAL, "disabled"),
+        Output(PLAY_BUTTON, "children"),
+        Input(PLAY_BUTTON, "n_clicks"), Input(POSITION_STORE, "data"),
+        State(BOUNDS_STORE, "data"), State(PLAYING_STORE, "data"),
+        prevent_initial_call=True)
