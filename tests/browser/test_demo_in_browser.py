@@ -84,6 +84,7 @@ FILLED = {
     "Timeline": "#timeline-bars-graph .barlayer .point",
     "Alerts": ".alerts-table .alert-link",
     "Compare": "#compare-diff-table-div table",
+    "Replay": "#replay-curve-graph .scatterlayer .trace",
 }
 
 

@@ -263,3 +263,28 @@ def test_workbench_replay_of_a_missing_folder_or_a_non_run_says_so(tmp_path, cap
     assert cli.main(["replay", str(tmp_path / "plain")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "plain is not a run (no run.sqlite" in err
+
+
+def test_a_poll_of_a_run_being_written_grows_the_slider_and_keeps_the_users_step(tmp_path):
+    from dash import no_update
+
+    from engine.record import RunWriter
+    from engine.record.schema import StepRecord
+
+    data.set_logdir(tmp_path)
+    try:
+        with RunWriter(tmp_path, "live") as run:
+            for step in range(3):
+                run.step(StepRecord(step, 1, 1.7e9 + step, 100.0, 1, 0), [], [])
+            run.flush()
+            _, position, _, low, high, _ = replay.step_bounds("live", {"run": "live"})
+            assert (position["step"], low, high) == (0, 0, 2)
+            for step in range(3, 6):
+                run.step(StepRecord(step, 1, 1.7e9 + step, 100.0, 1, 0), [], [])
+            run.flush()
+            bounds, position, notice, low, high, _ = replay.step_bounds(
+                "live", {"run": "live"}, {"changed": ["steps"]})
+            assert (bounds["last"], low, high) == (5, 0, 5)
+            assert position is no_update and notice is no_update
+    finally:
+        data.set_logdir("runs")

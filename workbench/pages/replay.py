@@ -10,7 +10,7 @@ from typing import Any
 
 import dash
 import dash_cytoscape as cyto
-from dash import ClientsideFunction, Input, Output, State, dcc, html
+from dash import ClientsideFunction, Input, Output, State, dcc, html, no_update
 from plotly.graph_objects import Figure
 
 from viz import replay
@@ -31,8 +31,12 @@ from workbench.pages.common import (
     answers,
     choose_run,
     labelled,
+    live_follow,
+    live_ids,
     message,
     page_header,
+    polled,
+    register_live,
     run_choices,
     run_notice,
     run_options,
@@ -49,6 +53,8 @@ PLAYING_STORE = "replay-playing-store"
 URL_STORE = "replay-url-store"
 NEAREST_STORE = "replay-nearest-store"
 RUN_DROPDOWN = "replay-run-dropdown"
+LIVE = live_ids("replay")
+LIVE_PARTS = ("steps", "traced", "alerts")
 SPEED_DROPDOWN = "replay-speed-dropdown"
 PLAY_INTERVAL = "replay-play-interval"
 PLAY_BUTTON = "replay-play-button"
@@ -110,6 +116,7 @@ def layout(run: str | None = None, step: str | None = None, t: str | None = None
                 options=[{"label": f"{speed:g}x", "value": speed} for speed in SPEEDS])),
         ]),
         html.P(id=NOTICE_TEXT, className="message notice"),
+        live_follow("replay"),
         html.P(id=STEP_NOTICE_TEXT, className="message notice"),
         html.Div(className="replay-sliders", children=[
             labelled("Step", dcc.Slider(id=STEP_SLIDER, min=0, max=1, step=1, value=0,
@@ -199,12 +206,13 @@ def _no_steps(problem: str) -> tuple:
 
 
 @answers(_no_steps)
-def step_bounds(run: str | None, query: Any) -> tuple:
+def step_bounds(run: str | None, query: Any, live: Any = None) -> tuple:
     """(bounds, the first position, a notice, step slider min, max, marks). The bounds the
     browser plays within: the run, first and last step, the step numbers when they are not
     consecutive, the traced steps with their durations, the first alert's step. The address's
     step and time count when the run is the one asked for; a step not recorded is snapped
-    to the nearest one, and said so."""
+    to the nearest one, and said so. After a poll (`live`: the run being written recorded
+    more steps) the bounds and slider grow and the position stays where the user has it."""
     if not run:
         return _no_steps("No readable run in the log directory.")
     run = data.check_name(run)
@@ -237,6 +245,8 @@ def step_bounds(run: str | None, query: Any) -> tuple:
     if step not in traced:
         at = None
     marks = _marks(numbers, sorted(traced), alert)
+    if live is not None:
+        return bounds, no_update, no_update, numbers[0], numbers[-1], marks
     return bounds, {"step": step, "t": at}, notice, numbers[0], numbers[-1], marks
 
 
@@ -445,7 +455,8 @@ def register_callbacks(app: dash.Dash) -> None:
                  Output(STEP_NOTICE_TEXT, "children"),
                  Output(STEP_SLIDER, "min"), Output(STEP_SLIDER, "max"),
                  Output(STEP_SLIDER, "marks"), Input(RUN_DROPDOWN, "value"),
-                 State(QUERY_STORE, "data"), prevent_initial_call=True)(step_bounds)
+                 State(QUERY_STORE, "data"), Input(LIVE["store"], "data"),
+                 prevent_initial_call=True)(polled(step_bounds, LIVE["store"]))
     app.callback(Output(CYTO, "elements"), Output(GRAPH_MESSAGE, "children"),
                  Output(GRAPH_MESSAGE, "style"), Output(CYTO, "layout"),
                  Input(RUN_DROPDOWN, "value"))(draw)
@@ -462,6 +473,7 @@ def register_callbacks(app: dash.Dash) -> None:
                  Input(STEP_STORE, "data"), State(RUN_DROPDOWN, "value"))(_logs_input_first)
     app.callback(Output(INSPECTOR_DIV, "children"), Input(CYTO, "tapNodeData"),
                  Input(POSITION_STORE, "data"), State(RUN_DROPDOWN, "value"))(inspect)
+    register_live(app, "replay", (RUN_DROPDOWN,), LIVE_PARTS)
     _register_browser_side(app)
 
 
