@@ -110,7 +110,9 @@ def _matches(item: Any, component_id: Any, prop: str) -> bool:
         component_id = json.loads(component_id)
     if isinstance(component_id, dict) and isinstance(item, list):
         return all(_matches(entry, component_id, prop) for entry in item)
-    if not isinstance(item, dict) or item.get("property") != prop:
+    # An output declared allow_duplicate comes as "prop@<hash>" (Dash strips the suffix).
+    given = item.get("property") if isinstance(item, dict) else None
+    if not isinstance(given, str) or given.partition("@")[0] != prop:
         return False
     if isinstance(component_id, dict):
         return isinstance(item.get("id"), dict)

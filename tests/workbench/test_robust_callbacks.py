@@ -262,8 +262,12 @@ def callback_body(key: str, spec: dict, values: list) -> bytes:
     """What the renderer sends; a pattern-matching (ALL) output or state matches no
     component here (an empty list)."""
     outputs = spec["output"]
+    # An allow_duplicate output's property comes with its key's "@<hash>", as the renderer
+    # sends it.
+    duplicate = key.partition("@")[2] if not isinstance(outputs, list) else ""
     as_entry = [[] if isinstance(o.component_id, dict) else
-                {"id": o.component_id, "property": o.component_property}
+                {"id": o.component_id,
+                 "property": o.component_property + (f"@{duplicate}" if duplicate else "")}
                 for o in (outputs if isinstance(outputs, list) else [outputs])]
     inputs = [{**entry, "value": value} for entry, value in zip(spec["inputs"], values)]
     state = [[] if entry["id"].startswith("{") else {**entry, "value": None}
