@@ -41,7 +41,7 @@ def _shell(logdir: str) -> html.Div:
         html.Header(className="app-header", children=[
             html.Span(TITLE, className="app-title"),
             html.Nav(links, id=NAV_ID, className="nav"),
-            html.Span(f"logdir: {logdir}", className="app-logdir"),
+            html.Span(f"logdir: {logdir}", className="app-logdir", title=logdir),
         ]),
         html.Main(dash.page_container, className="app-main"),
     ])

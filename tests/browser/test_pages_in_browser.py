@@ -115,3 +115,19 @@ def test_runs_page_pages_a_large_logdir(dash_duo, tmp_path):
     dash_duo.find_element("#runs-previous-button").click()
     dash_duo.wait_for_contains_text("#runs-page-text", f"Runs 1–{PAGE_ROWS}")
     assert dash_duo.get_logs() == []
+
+
+def test_a_long_logdir_is_cut_in_the_header_not_scrolled_sideways(dash_duo, tmp_path):
+    from workbench.app import create_app
+
+    logdir = tmp_path / ("a-log-directory-with-a-long-name-" * 4)
+    logdir.mkdir()
+    dash_duo.start_server(create_app(logdir))
+    dash_duo.driver.set_window_size(1280, 800)
+    open_page(dash_duo, "/")
+    dash_duo.wait_for_contains_text(".app-logdir", "logdir:")
+    assert dash_duo.driver.execute_script(
+        "return document.documentElement.scrollWidth <= window.innerWidth")
+    assert dash_duo.find_element(".app-logdir").get_attribute("title").endswith(
+        "a-long-name-")
+    assert dash_duo.get_logs() == []
