@@ -87,8 +87,6 @@ CANVAS_STYLE = {"width": "100%", "height": "calc(100vh - 360px)", "minHeight": "
 INSPECTOR_HINT = "Click a node to see when it ran in this step."
 _HIDDEN = {"display": "none"}
 
-cyto.load_extra_layouts()
-
 
 def layout(run: str | None = None, step: str | None = None, t: str | None = None,
            **_query) -> html.Div:

@@ -45,6 +45,7 @@ CURVE_GRAPH = "scalars-curve-graph"
 CURVES_DIV = "scalars-curves-div"
 CURVES_LOADING = "scalars-curves-loading"
 NOTICE_TEXT = "scalars-notice-text"
+PRELOAD_GRAPH = "scalars-preload-graph"
 TAG_QUERY_STORE = "scalars-tag-query-store"
 STEP_QUERY_STORE = "scalars-step-query-store"
 X_AXIS_RADIO = "scalars-x-axis-radio"
@@ -53,7 +54,6 @@ CSV_BUTTON = "scalars-csv-button"
 JSON_BUTTON = "scalars-json-button"
 DOWNLOAD = "scalars-download"
 VIEW_LINK = "scalars-view-link"
-PRELOAD_GRAPH = "scalars-preload-graph"
 LOG_ON = "log"
 X_AXIS_LABELS = {"step": "Step", "relative": "Relative", "wall": "Wall"}
 
@@ -67,6 +67,8 @@ def layout(run: str | None = None, tag: str | None = None, x: str | None = None,
         marked = inputs.step_number(step)
     except inputs.BadInput:     # a bad step in the address marks nothing; the page still opens
         marked = None
+    log_scale = [LOG_ON] if log in ("1", "true", "yes") else []
+    first = initial_view(run, tag)
     return html.Div([
         page_header("Scalars", "Values logged per step; raw values faint, smoothed bold."),
         dcc.Store(id=QUERY_STORE, data=run),
@@ -74,8 +76,10 @@ def layout(run: str | None = None, tag: str | None = None, x: str | None = None,
         dcc.Store(id=STEP_QUERY_STORE, data=marked),
         dcc.Download(id=DOWNLOAD),
         html.Div(className="controls", children=[
-            labelled("Runs", dcc.Dropdown(id=RUN_DROPDOWN, multi=True)),
-            labelled("Tags", dcc.Dropdown(id=TAG_DROPDOWN, multi=True)),
+            labelled("Runs", dcc.Dropdown(id=RUN_DROPDOWN, multi=True,
+                                          options=first["runs"], value=first["run"])),
+            labelled("Tags", dcc.Dropdown(id=TAG_DROPDOWN, multi=True,
+                                          options=first["tags"], value=first["tag"])),
             labelled("Smoothing", dcc.Slider(
                 id=SMOOTHING_SLIDER, min=0, max=0.99, step=0.01, value=DEFAULT_SMOOTHING,
                 marks={0: "0", 0.6: "0.6", 0.99: "0.99"},
@@ -85,20 +89,33 @@ def layout(run: str | None = None, tag: str | None = None, x: str | None = None,
                 options=[{"label": X_AXIS_LABELS[a], "value": a} for a in X_AXES])),
             labelled("Values", dcc.Checklist(
                 id=LOG_SCALE_CHECK, options=[{"label": "log scale", "value": LOG_ON}],
-                value=[LOG_ON] if log in ("1", "true", "yes") else [], inline=True)),
+                value=log_scale, inline=True)),
             html.Div(className="control", children=[
                 html.Button("Download CSV", id=CSV_BUTTON, className="button"),
                 html.Button("Download JSON", id=JSON_BUTTON, className="button"),
                 html.A("Link to this view", id=VIEW_LINK, href=PATH, className="view-link"),
             ]),
         ]),
-        html.P(id=NOTICE_TEXT, className="message notice"),
+        html.P(first["notice"], id=NOTICE_TEXT, className="message notice"),
         # An empty graph from the start, so the browser fetches and compiles plotly.js
-        # while the run and tag choices go back and forth, not after the curves arrive.
+        # while the curves are on their way, not after they arrive.
         dcc.Graph(id=PRELOAD_GRAPH, style={"display": "none"}, config={"staticPlot": True}),
         live_follow("scalars"),
         loading(CURVES_LOADING, html.Div(id=CURVES_DIV)),
     ])
+
+
+def initial_view(run, tag) -> dict:
+    """The runs and tags the page first shows for its address, chosen while the layout is
+    built, so the curves are asked for at once (one round trip) instead of after the run and
+    tag callbacks answer one after the other; those then fire only on what the user
+    changes. The curves themselves are drawn by their callback: a plot drawn with the page,
+    before its style sheet applies, keeps the wider size it was first given. Each part
+    answers a problem with a message, as its callback does."""
+    run_options_, runs, notice = run_choice(run)
+    tag_options, tags = tag_choice(runs, None, tag)
+    return {"runs": run_options_, "run": runs, "notice": notice, "tags": tag_options,
+            "tag": tags}
 
 
 def _requested_names(requested, names: list[str]) -> list[str] | None:
@@ -292,11 +309,13 @@ def view_link(runs, tags, x_axis, log_scale) -> str:
 
 
 def register_callbacks(app: dash.Dash) -> None:
+    once = {"prevent_initial_call": True}       # initial_view chose the first runs and tags
     app.callback(Output(RUN_DROPDOWN, "options"), Output(RUN_DROPDOWN, "value"),
-                 Output(NOTICE_TEXT, "children"), Input(QUERY_STORE, "data"))(run_choice)
+                 Output(NOTICE_TEXT, "children"), Input(QUERY_STORE, "data"), **once)(
+        run_choice)
     app.callback(Output(TAG_DROPDOWN, "options"), Output(TAG_DROPDOWN, "value"),
                  Input(RUN_DROPDOWN, "value"), State(TAG_DROPDOWN, "value"),
-                 State(TAG_QUERY_STORE, "data"), Input(LIVE["store"], "data"))(
+                 State(TAG_QUERY_STORE, "data"), Input(LIVE["store"], "data"), **once)(
         polled(tag_choice, LIVE["store"]))
     app.callback(Output(CURVES_DIV, "children"),
                  Input(RUN_DROPDOWN, "value"), Input(TAG_DROPDOWN, "value"),
