@@ -77,7 +77,8 @@ def _assemble(batch, hw, channels, data_format: str) -> TensorShape:
     return TensorShape([batch, hw[0], hw[1], channels])
 
 
-def _windowed(op, window: windows.Window, in_hw, k_hw) -> list:
+def windowed(op, window: windows.Window, in_hw, k_hw) -> list:
+    """The output height and width of a window over `in_hw`; TF's shape error otherwise."""
     try:
         return [out for out, _, _ in window.output_and_pads(in_hw, k_hw)]
     except ValueError as e:
@@ -92,7 +93,7 @@ def _conv2d_infer(op):
     if depth is not None and k_in is not None and (k_in == 0 or depth % k_in):
         raise shape_error(op, f"Depth of input ({depth}) is not a multiple of input depth of "
                               f"filter ({k_in})")
-    out_hw = _windowed(op, window, hw, (kh, kw))
+    out_hw = windowed(op, window, hw, (kh, kw))
     return [(dtype, _assemble(batch, out_hw, k_out, window.data_format))]
 
 
@@ -102,7 +103,7 @@ def _depthwise_infer(op):
     batch, hw, depth = _layout(_rank4(op, op.inputs[0].shape), window.data_format)
     kh, kw, k_in, multiplier = _rank4(op, op.inputs[1].shape)
     depth = _merge_dim(op, depth, k_in)
-    out_hw = _windowed(op, window, hw, (kh, kw))
+    out_hw = windowed(op, window, hw, (kh, kw))
     channels = None if depth is None or multiplier is None else depth * multiplier
     return [(dtype, _assemble(batch, out_hw, channels, window.data_format))]
 
@@ -163,7 +164,7 @@ def _pool_infer(op, paddings):
     check_dtype_allowed(op, dtype, CONV_TYPES)
     window, k_hw = _pool_window(op, paddings)
     batch, hw, depth = _layout(_rank4(op, op.inputs[0].shape), window.data_format)
-    return dtype, _assemble(batch, _windowed(op, window, hw, k_hw), depth, window.data_format)
+    return dtype, _assemble(batch, windowed(op, window, hw, k_hw), depth, window.data_format)
 
 
 def _max_pool_infer(op):

@@ -9,6 +9,7 @@ from collections import namedtuple
 from engine import dtypes
 from engine.graph import Tensor
 from engine.ops import windows
+from engine.ops.conv_ops import windowed
 from engine.ops.core import (
     check_dtype_allowed,
     constant_value,
@@ -159,13 +160,6 @@ def _rank4(op, index: int) -> list:
     return list(shape.dims)
 
 
-def _windowed(op, window: windows.Window, hw, k_hw) -> list:
-    try:
-        return [out for out, _, _ in window.output_and_pads(hw, k_hw)]
-    except ValueError as e:
-        raise shape_error(op, str(e)) from None
-
-
 def _pool_infer(op):
     dtype = _quantized_input(op, 0, "input")
     _scalar_ranges(op, 1)
@@ -178,7 +172,7 @@ def _pool_infer(op):
                          "and height (ksize and strides 1 in batch and depth)")
     batch, h, w, depth = _rank4(op, 0)
     k_hw = [int(op.attrs["ksize"][1]), int(op.attrs["ksize"][2])]
-    out_h, out_w = _windowed(op, window, [h, w], k_hw)
+    out_h, out_w = windowed(op, window, [h, w], k_hw)
     return _with_range(dtype, TensorShape([batch, out_h, out_w, depth]))
 
 
@@ -192,7 +186,7 @@ def _conv2d_infer(op):
     kh, kw, k_in, k_out = _rank4(op, 1)
     if depth is not None and k_in is not None and depth != k_in:
         raise shape_error(op, f"Dimensions must be equal, but are {depth} and {k_in}")
-    out_h, out_w = _windowed(op, window, [h, w], [kh, kw])
+    out_h, out_w = windowed(op, window, [h, w], [kh, kw])
     return _with_range(op.attrs["out_type"], TensorShape([batch, out_h, out_w, k_out]))
 
 

@@ -5,13 +5,12 @@ stop at the step, and empty, one-step, untraced and damaged inputs give plain an
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
+import recorded_replay
 
 from engine.record import open_run
 from engine.record.schema import AlertRecord, OpStatRecord, PlanRecord, StepRecord
@@ -20,20 +19,9 @@ from viz.hierarchy import build_hierarchy, default_expansion, hierarchy_view
 from viz.timeline import StepTrace
 
 
-def _recorded_replay():
-    if "recorded_replay" in sys.modules:
-        return sys.modules["recorded_replay"]
-    path = Path(__file__).resolve().parents[1] / "browser" / "recorded_replay.py"
-    spec = importlib.util.spec_from_file_location("recorded_replay", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["recorded_replay"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
-    return _recorded_replay().record_replay_runs(tmp_path_factory.mktemp("replay"))
+    return recorded_replay.record_replay_runs(tmp_path_factory.mktemp("replay"))
 
 
 def _trace(runs, step: int) -> StepTrace:
@@ -77,7 +65,7 @@ def test_a_loop_node_counts_its_iterations(runs):
     trace = _trace(runs, 4)
     node = runs.loop_node
     runs_of = sorted((s for s in trace.stats if s.node == node), key=lambda s: s.start_us)
-    assert len(runs_of) == _recorded_replay().LOOP_ITERATIONS
+    assert len(runs_of) == recorded_replay.LOOP_ITERATIONS
     between = (runs_of[1].end_us + runs_of[2].start_us) / 2
     state = replay.node_states(trace, between)[node]
     assert (state.state, state.done, state.runs) == (replay.RUNNING, 2, 4)

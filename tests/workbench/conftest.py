@@ -3,30 +3,15 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
+import recorded_mlp
 
 from workbench import data
 
 
-def _recorded_mlp():
-    """tests/browser/recorded_mlp.py, loaded by path: test folders are not packages."""
-    if "recorded_mlp" in sys.modules:
-        return sys.modules["recorded_mlp"]
-    path = Path(__file__).resolve().parents[1] / "browser" / "recorded_mlp.py"
-    spec = importlib.util.spec_from_file_location("recorded_mlp", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["recorded_mlp"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture
 def recorded(tmp_path):
-    runs = _recorded_mlp().record_sample_runs(tmp_path / "logs")
+    runs = recorded_mlp.record_sample_runs(tmp_path / "logs")
     data.set_logdir(runs.logdir)
     yield runs
     data.set_logdir("runs")
@@ -58,4 +43,4 @@ def text_of():
 @pytest.fixture
 def damaged(recorded):
     """The sample runs plus two damaged ones (a missing graph side file, a bad scalar row)."""
-    return _recorded_mlp().write_damaged_runs(recorded.logdir)
+    return recorded_mlp.write_damaged_runs(recorded.logdir)

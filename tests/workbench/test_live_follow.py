@@ -6,7 +6,6 @@ page's views taking new data without losing the user's step or tag."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import signal
 import subprocess
@@ -16,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import recorded_mlp
 from dash import no_update
 from dash.exceptions import PreventUpdate
 
@@ -39,16 +39,6 @@ ROOT = Path(__file__).resolve().parents[2]
 PAGES = (graph, placement, scalars, histograms, images, timeline, alerts, compare)
 
 
-def mlp_graph():
-    """The sample MLP's graph and placements (tests/browser/recorded_mlp.py, by path)."""
-    module = sys.modules.get("recorded_mlp")
-    if module is None:
-        path = ROOT / "tests" / "browser" / "recorded_mlp.py"
-        spec = importlib.util.spec_from_file_location("recorded_mlp", path)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules["recorded_mlp"] = module
-        spec.loader.exec_module(module)
-    return module.mlp_graph()
 
 
 def texts(component) -> str:
@@ -309,7 +299,7 @@ def _traced(run, step: int) -> None:
 
 
 def test_timeline_and_graph_step_pickers_follow_the_latest_traced_step(logdir):
-    record, placements = mlp_graph()
+    record, placements = recorded_mlp.mlp_graph()
     with RunWriter(logdir, "live") as run:
         run.graph(record)
         run.placements(placements)
@@ -333,7 +323,7 @@ def test_timeline_and_graph_step_pickers_follow_the_latest_traced_step(logdir):
 
 
 def test_graph_expansion_stays_and_redraws_only_for_a_new_graph_version(logdir):
-    record, placements = mlp_graph()
+    record, placements = recorded_mlp.mlp_graph()
     with RunWriter(logdir, "live") as run:
         run.graph(record)
         run.placements(placements)
@@ -353,7 +343,7 @@ def test_graph_expansion_stays_and_redraws_only_for_a_new_graph_version(logdir):
 
 
 def test_alerts_placement_and_compare_take_the_poll(logdir, text_of):
-    record, placements = mlp_graph()
+    record, placements = recorded_mlp.mlp_graph()
     with RunWriter(logdir, "a") as run:
         run.graph(record)
         run.scalar("loss", 1.0, 0)

@@ -5,31 +5,17 @@ inspector, and bad address values answered with a message."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
+import recorded_replay
 
 from viz import replay as viz_replay
 from workbench import data
 from workbench.pages import replay
 
 
-def _recorded_replay():
-    if "recorded_replay" in sys.modules:
-        return sys.modules["recorded_replay"]
-    path = Path(__file__).resolve().parents[1] / "browser" / "recorded_replay.py"
-    spec = importlib.util.spec_from_file_location("recorded_replay", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["recorded_replay"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="module")
 def recorded_runs(tmp_path_factory):
-    return _recorded_replay().record_replay_runs(tmp_path_factory.mktemp("replay-page"))
+    return recorded_replay.record_replay_runs(tmp_path_factory.mktemp("replay-page"))
 
 
 @pytest.fixture

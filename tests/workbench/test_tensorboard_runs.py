@@ -4,8 +4,6 @@ reason; the data module refreshes when an event file grows."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 import time
 import warnings
 from pathlib import Path
@@ -16,6 +14,7 @@ import pytest
 pytest.importorskip("tensorboard")
 pytest.importorskip("crc32c")
 
+import tensorboard_logdir  # noqa: E402
 from tensorboard.compat.proto import event_pb2, summary_pb2  # noqa: E402
 
 from engine.record.event_files import clear_memo  # noqa: E402
@@ -24,22 +23,11 @@ from workbench import data  # noqa: E402
 from workbench.pages import graph, runs, scalars  # noqa: E402
 
 
-def _helper():
-    """tests/browser/tensorboard_logdir.py, loaded by path: test folders are not packages."""
-    if "tensorboard_logdir" not in sys.modules:
-        path = Path(__file__).resolve().parents[1] / "browser" / "tensorboard_logdir.py"
-        spec = importlib.util.spec_from_file_location("tensorboard_logdir", path)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules["tensorboard_logdir"] = module
-        spec.loader.exec_module(module)
-    return sys.modules["tensorboard_logdir"]
-
-
 @pytest.fixture
 def mixed(tmp_path):
     pytest.importorskip("torch.utils.tensorboard")
     clear_memo()
-    logs = _helper().write_mixed_logdir(tmp_path / "logs")
+    logs = tensorboard_logdir.write_mixed_logdir(tmp_path / "logs")
     data.set_logdir(logs.logdir)
     yield logs
     data.set_logdir("runs")
@@ -135,7 +123,7 @@ def test_a_damaged_event_file_run_shows_its_reason(mixed, text_of):
     with open(path, "r+b") as handle:
         handle.seek(200)
         handle.write(b"\x00\x01\x02\x03")
-    _helper()._age(mixed.logdir)
+    tensorboard_logdir._age(mixed.logdir)
     row = _rows(text_of)[mixed.torch]
     assert "damaged" in row and f"{mixed.torch}/{path.name}: the record at byte" in row
     assert str(mixed.logdir) not in row

@@ -193,14 +193,11 @@ def curves(runs: list[str] | None, tags: list[str] | None, smoothing: float | No
     tags = inputs.text_list(tags, "the tags")
     if not runs or not tags:
         return [message("Choose at least one run and one tag.")]
-    weight = inputs.smoothing(smoothing, DEFAULT_SMOOTHING)
-    axis = _x_axis(x_axis)
-    log_y = LOG_ON in inputs.text_list(log_scale, "the value scale")
-    marked = inputs.step_number(marked_step, "the marked step")
+    view = _view_options(smoothing, x_axis, log_scale, marked_step)
     problems: dict[str, str] = {}
     graphs = []
     for tag in tags:
-        figure = _tag_figure(tag, runs, weight, axis, log_y, marked, problems)
+        figure = _tag_figure(tag, runs, *view, problems)
         if figure is None:
             continue
         graphs.append(dcc.Graph(id={"type": CURVE_GRAPH, "tag": tag}, figure=figure,
@@ -209,6 +206,13 @@ def curves(runs: list[str] | None, tags: list[str] | None, smoothing: float | No
     if not graphs and not notes:
         notes = [message("None of the chosen runs has the chosen tags.")]
     return notes + graphs
+
+
+def _view_options(smoothing, x_axis, log_scale, marked_step) -> tuple:
+    """(smoothing weight, x axis, log values, marked step) from the controls, checked."""
+    return (inputs.smoothing(smoothing, DEFAULT_SMOOTHING), _x_axis(x_axis),
+            LOG_ON in inputs.text_list(log_scale, "the value scale"),
+            inputs.step_number(marked_step, "the marked step"))
 
 
 def _tag_figure(tag: str, runs: list[str], weight: float, axis: str, log_y: bool,
@@ -248,15 +252,12 @@ def refresh_curves(graph_ids, runs, tags, smoothing, x_axis, log_scale, marked_s
     if live is None or not isinstance(graph_ids, list) or not graph_ids:
         _unchanged()
     runs = [data.check_name(run) for run in inputs.text_list(runs, "the runs")]
-    weight = inputs.smoothing(smoothing, DEFAULT_SMOOTHING)
-    axis = _x_axis(x_axis)
-    log_y = LOG_ON in inputs.text_list(log_scale, "the value scale")
-    marked = inputs.step_number(marked_step, "the marked step")
+    view = _view_options(smoothing, x_axis, log_scale, marked_step)
     problems: dict[str, str] = {}
     figures = []
     for ident in graph_ids:
         tag = ident.get("tag") if isinstance(ident, dict) else None
-        figure = _tag_figure(tag, runs, weight, axis, log_y, marked, problems) if (
+        figure = _tag_figure(tag, runs, *view, problems) if (
             isinstance(tag, str) and tag in inputs.text_list(tags, "the tags")) else None
         figures.append(dash.no_update if figure is None else figure)
     return figures
