@@ -98,6 +98,14 @@ def layered_layout(
     rows: list[list[str]] = [[] for _ in range(max(layer.values(), default=-1) + 1)]
     for node, depth in layer.items():
         rows[depth].append(node)
+    x = _swept(rows, layer, edges, sweeps)
+    return {node: (x[node], -float(layer[node])) for node in layer}
+
+
+def _swept(rows: Sequence[list[str]], layer: Mapping[str, int], edges: list[tuple[str, str]],
+           sweeps: int) -> dict[str, float]:
+    """Centred slots per row, then `sweeps` down-and-up barycenter passes (rows reordered
+    in place to cut crossings); the slots they end with."""
     x: dict[str, float] = {}
     for row in rows:
         _place_row(row, x)
@@ -105,7 +113,7 @@ def layered_layout(
     for _ in range(sweeps):
         _sweep(rows[1:], x, above)
         _sweep(rows[-2::-1], x, below)
-    return {node: (x[node], -float(layer[node])) for node in layer}
+    return x
 
 
 BOX_PAD = 14                   # cytoscape's compound padding (the stylesheet says the same)
@@ -121,13 +129,7 @@ def _rows(items: list[str], edges: list[tuple[str, str]], sweeps: int) -> list[l
     for item in items:
         rows[layer[item]].append(item)
     rows = [row for row in rows if row]
-    x: dict[str, float] = {}
-    for row in rows:
-        _place_row(row, x)
-    above, below = _neighbours(layer, edges)
-    for _ in range(sweeps):
-        _sweep(rows[1:], x, above)
-        _sweep(rows[-2::-1], x, below)
+    _swept(rows, layer, edges, sweeps)
     return rows
 
 

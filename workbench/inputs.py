@@ -85,19 +85,3 @@ def scope_list(value: Any) -> list[str] | None:
     if value is None:
         return None
     return text_list(value, "the expanded scopes", limit=MAX_SCOPES)
-
-
-def click_target(click: Any) -> tuple[str, str] | None:
-    """(name, kind) of the clicked node from a plotly click event; None when the event is
-    not a click on a node (a click elsewhere, or anything not shaped like an event)."""
-    if not isinstance(click, dict):
-        return None
-    points = click.get("points")
-    if not isinstance(points, list) or not points or not isinstance(points[0], dict):
-        return None
-    custom = points[0].get("customdata")
-    if not isinstance(custom, list) or len(custom) != 2:
-        return None
-    if not all(isinstance(part, str) and 0 < len(part) <= MAX_TEXT for part in custom):
-        return None
-    return custom[0], custom[1]
