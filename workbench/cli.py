@@ -91,7 +91,9 @@ def serve(logdir: Path, host: str, port: int, allowed_hosts=(), token: str | Non
     token = token or os.environ.get(TOKEN_ENV) or None
     app = create_app(logdir)
     from workbench.pages.graph import warm as warm_graph_page
+    from workbench.pages.scalars import warm as warm_scalars_page
     threading.Thread(target=warm_graph_page, name="warm-graphs", daemon=True).start()
+    threading.Thread(target=warm_scalars_page, name="warm-scalars", daemon=True).start()
     print(f"Workbench: {url(host, port)}{'?token=<your token>' if token else ''}", flush=True)
     serve_wsgi(app.server, host, port, allowed_hosts, token)
     return 0

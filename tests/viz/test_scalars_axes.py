@@ -6,6 +6,7 @@ import io
 import json
 
 import numpy as np
+import plotly.graph_objects as go
 import pytest
 
 from viz.scalars import (
@@ -13,6 +14,7 @@ from viz.scalars import (
     STEP,
     WALL,
     curves_figure,
+    mark_step,
     relative_unit,
     scalar_curve,
     series_csv,
@@ -108,3 +110,19 @@ def test_a_marked_step_stands_where_the_run_logged_it_or_where_it_stopped():
     within = mark_step(curves_figure({"a": curve}, "loss", x_axis=RELATIVE), {"a": curve}, 10,
                        RELATIVE)
     assert within.layout.shapes[0].x0 == 60.0
+
+
+@pytest.mark.parametrize("axis", [STEP, RELATIVE, WALL])
+@pytest.mark.parametrize("log_y", [False, True])
+def test_the_figure_built_unchecked_is_one_plotly_accepts(axis, log_y):
+    """curves_figure skips plotly.py's per-property checks for speed: every property it sets
+    must still be one plotly knows, with a value it accepts (the checked rebuild raises
+    otherwise), and the axis types are given instead of left to guess."""
+    curves = {run: _curve(range(10), np.linspace(1, 2, 10) * (k + 1), T0 + np.arange(10.0),
+                          0.6) for k, run in enumerate(("a", "b"))}
+    figure = mark_step(curves_figure(curves, "loss", x_axis=axis, log_y=log_y), curves, 4,
+                       axis)
+    checked = go.Figure(figure.to_plotly_json())
+    assert json.loads(checked.to_json()) == json.loads(figure.to_json())
+    assert figure.layout.xaxis.type == ("date" if axis == WALL else "linear")
+    assert len(figure.layout.template.to_plotly_json().get("layout", {})) == 0

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from engine.record import RunReader, RunWriter
+from viz.scalars import MAX_POINTS
 from workbench import data
 from workbench.cache import FillTimeout, SingleFlightCache, estimated_bytes
 from workbench.pages.common import answers
@@ -134,7 +135,7 @@ def test_twenty_requests_for_a_long_series_read_it_once(empty_logdir, monkeypatc
     curves = run_together(lambda: data.curve("long", "loss", 0.6), count=20)
     assert reads == ["loss"]
     assert all(curve is curves[0] for curve in curves)
-    assert curves[0].steps[-1] == 1999 and len(curves[0].steps) == 2000
+    assert curves[0].steps[-1] == 1999 and len(curves[0].steps) == MAX_POINTS
 
 
 def test_a_bug_in_a_callback_is_logged_and_still_answered(caplog):

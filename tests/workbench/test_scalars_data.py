@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from engine.record import RunReader, RunWriter
-from viz.scalars import scalar_curve
+from viz.scalars import MAX_POINTS, scalar_curve
 from workbench import data
 
 T0 = 1_790_000_000.0
@@ -48,7 +48,7 @@ def test_the_curve_is_the_one_drawn_from_the_whole_series(long_run, weight):
         steps, values, walls = reader.scalar_series("loss")
     expected = scalar_curve(steps, values, weight, wall_times=walls)
     got = data.curve("long", "loss", weight)
-    assert got.steps.size == 2000
+    assert got.steps.size == MAX_POINTS
     np.testing.assert_array_equal(got.steps, expected.steps)
     np.testing.assert_array_equal(got.raw, expected.raw)
     np.testing.assert_array_equal(got.smoothed, expected.smoothed)

@@ -78,3 +78,60 @@ def test_the_view_link_reopens_the_same_view(three_runs):
     _, chosen, _ = scalars.run_choice(asked["run"])
     assert chosen == ["lr-0.1", "lr-0.01"]
     assert scalars.view_link([], [], None, []) == "/scalars"
+
+
+def _find(component, ident):
+    """The component with id `ident` in a layout tree (None if absent)."""
+    if getattr(component, "id", None) == ident:
+        return component
+    children = getattr(component, "children", None)
+    for child in children if isinstance(children, list) else [children]:
+        if hasattr(child, "to_plotly_json"):
+            found = _find(child, ident)
+            if found is not None:
+                return found
+    return None
+
+
+def test_the_page_comes_with_its_first_curves(three_runs):
+    """The layout holds the curves of the runs and tags it chose (no callback round trip
+    before the first draw), the same ones the curves callback draws."""
+    page = scalars.layout(run="lr-0.1,lr-0.001", tag="accuracy,loss", x="wall", step="5")
+    drawn = _find(page, scalars.CURVES_DIV).children
+    assert [graph.id["tag"] for graph in drawn] == ["accuracy", "loss"]
+    called = scalars.curves(["lr-0.1", "lr-0.001"], ["accuracy", "loss"], 0.6, None, "wall", [],
+                            5)
+    assert [g.figure.to_json() for g in drawn] == [g.figure.to_json() for g in called]
+    data.set_logdir(three_runs / "missing")     # no runs: the page opens and says so
+    assert "Choose at least one run" in str(_find(scalars.layout(), scalars.CURVES_DIV).children)
+
+
+def test_warming_reads_every_curve_the_first_visit_draws(three_runs, monkeypatch):
+    from engine.record import RunReader
+
+    scalars.warm(limit=3)
+    reads = []
+    original = RunReader.scalar_values
+    monkeypatch.setattr(RunReader, "scalar_values",
+                        lambda self, tag: reads.append(tag) or original(self, tag))
+    scalars.layout(run="lr-0.1,lr-0.01,lr-0.001", tag="accuracy,loss")
+    assert reads == []
+    data.set_logdir(three_runs / "missing")     # nothing to warm is not an error
+    scalars.warm()
+
+
+def test_the_first_fingerprint_of_finished_runs_redraws_nothing(three_runs):
+    """The live store's first value (the page just opened) wakes the refresh: for runs that
+    are not running there is nothing newer than what the layout drew."""
+    graph_id = [{"type": scalars.CURVE_GRAPH, "tag": "loss"}]
+    first = {"runs": {"lr-0.1": {"status": "finished", "steps": 50}},
+             "changed": ["runs", "status", "steps"]}
+    with pytest.raises(scalars.PreventUpdate):
+        scalars.refresh_curves(graph_id, ["lr-0.1"], ["loss"], 0.6, None, [], None, first)
+    running = {"runs": {"lr-0.1": {"status": "running", "steps": 50}},
+               "changed": ["runs", "status", "steps"]}
+    polled = {"runs": {"lr-0.1": {"status": "finished", "steps": 50}}, "changed": ["steps"]}
+    for state in (running, polled):
+        (figure,) = scalars.refresh_curves(graph_id, ["lr-0.1"], ["loss"], 0.6, None, [], None,
+                                           state)
+        assert figure.layout.uirevision == "loss" and len(figure.data) == 2

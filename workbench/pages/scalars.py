@@ -5,18 +5,21 @@ view as CSV or JSON; polls for live runs."""
 
 from __future__ import annotations
 
+import logging
 import urllib.parse
 
 import dash
 from dash import ALL, Input, Output, State, dcc, html
 from dash.exceptions import PreventUpdate
 
+from engine.record.schema import RUNNING
 from viz.scalars import STEP, X_AXES, curves_figure, mark_step, series_csv, series_json
 from workbench import data, inputs
 from workbench.pages.common import (
     PROBLEMS,
     answers,
     labelled,
+    live_changed,
     live_follow,
     live_ids,
     loading,
@@ -45,7 +48,6 @@ CURVE_GRAPH = "scalars-curve-graph"
 CURVES_DIV = "scalars-curves-div"
 CURVES_LOADING = "scalars-curves-loading"
 NOTICE_TEXT = "scalars-notice-text"
-PRELOAD_GRAPH = "scalars-preload-graph"
 TAG_QUERY_STORE = "scalars-tag-query-store"
 STEP_QUERY_STORE = "scalars-step-query-store"
 X_AXIS_RADIO = "scalars-x-axis-radio"
@@ -56,6 +58,21 @@ DOWNLOAD = "scalars-download"
 VIEW_LINK = "scalars-view-link"
 LOG_ON = "log"
 X_AXIS_LABELS = {"step": "Step", "relative": "Relative", "wall": "Wall"}
+WARM_TAGS = 8
+_log = logging.getLogger("workbench")
+
+
+def warm(limit: int = 3, tags_per_run: int = WARM_TAGS) -> None:
+    """Reads and downsamples the curves of the newest `limit` healthy runs (their first
+    `tags_per_run` tags, at the default smoothing) before anyone asks, so a fresh server's
+    first visit only draws them; the server starts this in a thread. What fails is left
+    for the page to tell."""
+    for name in data.healthy_run_names()[:limit]:
+        try:
+            for tag in data.tags(name)[:tags_per_run]:
+                data.curve(name, tag, DEFAULT_SMOOTHING)
+        except Exception as exc:  # noqa: BLE001 -- the page reports it when it is asked
+            _log.info("not warmed: %s: %.200s", name, exc)
 
 
 def layout(run: str | None = None, tag: str | None = None, x: str | None = None,
@@ -97,11 +114,10 @@ def layout(run: str | None = None, tag: str | None = None, x: str | None = None,
             ]),
         ]),
         html.P(first["notice"], id=NOTICE_TEXT, className="message notice"),
-        # An empty graph from the start, so the browser fetches and compiles plotly.js
-        # while the curves are on their way, not after they arrive.
-        dcc.Graph(id=PRELOAD_GRAPH, style={"display": "none"}, config={"staticPlot": True}),
         live_follow("scalars"),
-        loading(CURVES_LOADING, html.Div(id=CURVES_DIV)),
+        # The first curves come with the page: no callback round trip before plotly draws.
+        loading(CURVES_LOADING, html.Div(id=CURVES_DIV, children=curves(
+            first["run"], first["tag"], DEFAULT_SMOOTHING, None, x_axis, log_scale, marked))),
     ])
 
 
@@ -109,9 +125,7 @@ def initial_view(run, tag) -> dict:
     """The runs and tags the page first shows for its address, chosen while the layout is
     built, so the curves are asked for at once (one round trip) instead of after the run and
     tag callbacks answer one after the other; those then fire only on what the user
-    changes. The curves themselves are drawn by their callback: a plot drawn with the page,
-    before its style sheet applies, keeps the wider size it was first given. Each part
-    answers a problem with a message, as its callback does."""
+    changes. Each part answers a problem with a message, as its callback does."""
     run_options_, runs, notice = run_choice(run)
     tag_options, tags = tag_choice(runs, None, tag)
     return {"runs": run_options_, "run": runs, "notice": notice, "tags": tag_options,
@@ -248,8 +262,9 @@ def refresh_curves(graph_ids, runs, tags, smoothing, x_axis, log_scale, marked_s
                    live=None) -> list:
     """After a poll (`live`): each drawn curve's figure rebuilt with the new points, set on
     the graph in place, so plotly keeps the user's zoom (a new list of graphs would be new
-    plots)."""
-    if live is None or not isinstance(graph_ids, list) or not graph_ids:
+    plots). The first fingerprint of finished runs (the page just opened, or other runs
+    were chosen) redraws nothing: the layout or the curves callback drew them already."""
+    if live is None or not isinstance(graph_ids, list) or not graph_ids or _first_of_done(live):
         _unchanged()
     runs = [data.check_name(run) for run in inputs.text_list(runs, "the runs")]
     view = _view_options(smoothing, x_axis, log_scale, marked_step)
@@ -261,6 +276,16 @@ def refresh_curves(graph_ids, runs, tags, smoothing, x_axis, log_scale, marked_s
             isinstance(tag, str) and tag in inputs.text_list(tags, "the tags")) else None
         figures.append(dash.no_update if figure is None else figure)
     return figures
+
+
+def _first_of_done(live) -> bool:
+    """Whether a live state is the first one for its runs (not a poll's) and none of them
+    runs: there is nothing newer than what the page drew from the same store."""
+    found = live.get("runs") if isinstance(live, dict) else None
+    if "runs" not in live_changed(live) or not isinstance(found, dict):
+        return False
+    return not any(isinstance(run, dict) and run.get("status") == RUNNING
+                   for run in found.values())
 
 
 def _chosen_series(runs, tags) -> list[tuple]:
@@ -321,7 +346,8 @@ def register_callbacks(app: dash.Dash) -> None:
     app.callback(Output(CURVES_DIV, "children"),
                  Input(RUN_DROPDOWN, "value"), Input(TAG_DROPDOWN, "value"),
                  Input(SMOOTHING_SLIDER, "value"), Input(X_AXIS_RADIO, "value"),
-                 Input(LOG_SCALE_CHECK, "value"), State(STEP_QUERY_STORE, "data"))(
+                 Input(LOG_SCALE_CHECK, "value"), State(STEP_QUERY_STORE, "data"),
+                 **once)(      # the layout drew the first curves
         lambda runs, tags, smoothing, x_axis, log_scale, marked: curves(
             runs, tags, smoothing, None, x_axis, log_scale, marked))
     app.callback(Output({"type": CURVE_GRAPH, "tag": ALL}, "figure"),
