@@ -14,7 +14,8 @@ import numpy as np
 __all__ = [
     "ConstantSparsity", "MagnitudePruning", "PolynomialDecay", "Compression", "Stage",
     "compression", "csr_to_dense", "dense_to_csr", "magnitude_mask", "prunable_variables",
-    "prune_and_retrain", "sensitivity_analysis", "sparse_freeze", "stage_targets",
+    "prune_and_retrain", "record_pruning", "sensitivity_analysis", "sparse_freeze",
+    "stage_targets",
 ]
 
 DEFAULT_SPARSITIES = (0.0, 0.5, 0.7, 0.8, 0.9, 0.95, 0.98)
@@ -65,9 +66,11 @@ class PolynomialDecay:
 
 @dataclass(frozen=True)
 class ConstantSparsity:
-    """MOT's ConstantSparsity: `target_sparsity` from begin_step on, every `frequency` steps."""
+    """MOT's ConstantSparsity: `target_sparsity` every `frequency` steps from begin_step to
+    end_step (-1: to the end of training)."""
     target_sparsity: float
     begin_step: int = 0
+    end_step: int = -1
     frequency: int = 100
 
     def __post_init__(self) -> None:
@@ -77,8 +80,8 @@ class ConstantSparsity:
                              f"{self.frequency}")
 
     def __call__(self, step: int) -> tuple[bool, float]:
-        due = step >= self.begin_step and (step - self.begin_step) % self.frequency == 0
-        return due, self.target_sparsity
+        in_range = self.begin_step <= step and (self.end_step == -1 or step <= self.end_step)
+        return in_range and (step - self.begin_step) % self.frequency == 0, self.target_sparsity
 
 
 def magnitude_mask(weights: np.ndarray, sparsity: float,
@@ -407,3 +410,32 @@ def stage_targets(curves: Mapping[str, Sequence[tuple[float, float]]], baseline:
         chosen[name] = max(fine, default=0.0)
     return chosen
 
+
+
+def record_pruning(writer, curves: Mapping[str, Sequence[tuple[float, float]]] | None = None,
+                   history: Sequence[Stage] = (), figures: Compression | None = None,
+                   baseline: float | None = None) -> None:
+    """Writes the analysis into a run (RunWriter): the sensitivity curves, each stage with its
+    layers' sparsity (and `prune/accuracy` scalars by step), and the compression figures
+    (accuracy: the last stage's; baseline: stage 0's unless given)."""
+    from engine.record.schema import (
+        CompressionRecord,
+        LayerSparsityRecord,
+        PruneStageRecord,
+        SensitivityPoint,
+    )
+    if curves:
+        writer.sensitivity([SensitivityPoint(layer, s, acc) for layer, curve in curves.items()
+                            for s, acc in curve])
+    for stage in history:
+        layers = tuple(LayerSparsityRecord(n, float(stage.targets.get(n, 0.0)), float(s))
+                       for n, s in stage.sparsities.items())
+        writer.prune_stage(PruneStageRecord(stage.stage, stage.step, stage.pruned_accuracy,
+                                            stage.accuracy, layers))
+        writer.scalar("prune/accuracy", stage.accuracy, stage.step)
+    if figures is not None:
+        start = baseline if baseline is not None else (history[0].accuracy if history else 0.0)
+        final = history[-1].accuracy if history else start
+        writer.compression(CompressionRecord(
+            figures.dense_values, figures.stored_values, figures.dense_bytes,
+            figures.sparse_bytes, float(start), float(final), dict(figures.per_layer)))

@@ -96,6 +96,7 @@ def test_polynomial_decay_matches_mot_formula():
     assert schedule(0) == (False, pytest.approx(0.2))
     assert pruning.ConstantSparsity(0.5, begin_step=4, frequency=2)(6) == (True, 0.5)
     assert pruning.ConstantSparsity(0.5, begin_step=4, frequency=2)(3)[0] is False
+    assert pruning.ConstantSparsity(0.5, begin_step=4, end_step=8, frequency=2)(10)[0] is False
 
 
 def test_update_prunes_on_the_schedule():
