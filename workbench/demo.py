@@ -205,9 +205,15 @@ def train_pruned_mlp(logdir: str, run_name: str, steps: int, learning_rate: floa
                            "learning_rate": learning_rate, "steps": steps})
         sess.run(init)
 
+        step = 0
+
         def train() -> None:
+            nonlocal step
+            step += 1
             idx = rng.randint(0, len(x_train), batch)
-            sess.run(train_op, {model.x: x_train[idx], model.y: y_train[idx]})
+            _, loss = sess.run([train_op, model.loss], {model.x: x_train[idx],
+                                                        model.y: y_train[idx]})
+            writer.scalar("loss", float(loss), step)
 
         def evaluate() -> float:
             return float(sess.run(model.accuracy, {model.x: x_test, model.y: y_test}))
