@@ -212,6 +212,18 @@ def alerts(name: str) -> list[AlertRecord]:
     return _query(name, "alerts")
 
 
+def sensitivity_curves(name: str) -> dict:
+    return _query(name, "sensitivity_curves")
+
+
+def prune_stages(name: str) -> list:
+    return _query(name, "prune_stages")
+
+
+def compression(name: str):
+    return _query(name, "compression")
+
+
 def tags(name: str) -> list[str]:
     return _query(name, "tags")
 

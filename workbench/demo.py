@@ -4,7 +4,8 @@ the log directory and reports test accuracy. Two learning rates give the Scalars
 curves to compare; an int32 step counter pinned to a GPU shows a soft-placement fallback.
 Every step is recorded; per-op stats only on the first and every 100th (TRACE_EVERY_N_STEPS).
 A third, deliberately broken run (the naive cross entropy at a learning rate it cannot take,
-check_numerics on) stops at its first NaN/Inf and leaves an alert for the Alerts page.
+check_numerics on) stops at its first NaN/Inf and leaves an alert for the Alerts page; a
+pruned run (train_pruned_mlp) fills the Pruning page.
 Where CUDA has a GPU, GPU:0 is that GPU and GPU:1 stays virtual."""
 
 from __future__ import annotations
@@ -182,6 +183,52 @@ def train_broken_mlp(logdir: str, run_name: str, steps: int, learning_rate: floa
     return str(path), failed
 
 
+def train_pruned_mlp(logdir: str, run_name: str, steps: int, learning_rate: float = 0.5,
+                     batch: int = 64, seed: int = 0) -> tuple[str, float]:
+    """Trains the MLP, then records a small magnitude-pruning analysis for the Pruning page:
+    sensitivity curves, three prune-retrain stages to 80% sparsity, compression figures.
+    Returns (run folder, stored-values compression ratio)."""
+    import engine as tf
+    from engine.quantize import pruning
+    x_train, y_train, x_test, y_test = load_digits_split(seed)
+    model = build_mlp(learning_rate, seed=seed)
+    with model.graph.as_default():
+        pruner = pruning.MagnitudePruning(list(model.weights.values()))
+        train_op = pruner.train_op(model.train_op)
+        init = tf.global_variables_initializer()
+    config = tf.ConfigProto(virtual_gpus=2, allow_soft_placement=True,
+                            trace_every_n_steps=TRACE_EVERY_N_STEPS)
+    rng = np.random.RandomState(seed + 1)
+    with tf.Session(graph=model.graph, config=config, logdir=logdir, run_name=run_name) as sess:
+        writer = sess.run_writer
+        writer.set_config({"model": "mlp 64-64-32-10", "pruning": "magnitude to 80%",
+                           "learning_rate": learning_rate, "steps": steps})
+        sess.run(init)
+
+        step = 0
+
+        def train() -> None:
+            nonlocal step
+            step += 1
+            idx = rng.randint(0, len(x_train), batch)
+            _, loss = sess.run([train_op, model.loss], {model.x: x_train[idx],
+                                                        model.y: y_train[idx]})
+            writer.scalar("loss", float(loss), step)
+
+        def evaluate() -> float:
+            return float(sess.run(model.accuracy, {model.x: x_test, model.y: y_test}))
+
+        for _ in range(steps):
+            train()
+        curves = pruning.sensitivity_analysis(sess, pruner, evaluate, (0.0, 0.5, 0.8, 0.9, 0.95))
+        history = pruning.prune_and_retrain(sess, pruner, train, evaluate, 0.8, stages=3,
+                                            steps_per_stage=max(5, steps // 10))
+        figures = pruning.compression(pruner.weights(sess))
+        pruning.record_pruning(writer, curves, history, figures)
+        path = writer.path
+    return str(path), figures.ratio
+
+
 def _progress_printer(label: str, stream=sys.stderr):
     started = None
 
@@ -211,6 +258,13 @@ def run_demo(logdir: str = "runs", steps: int = 300, progress: bool = True) -> l
         if progress:
             print(f"  test accuracy {accuracy:.4f}; recorded in {path}", flush=True)
         paths.append(path)
+    name = f"mlp-pruned-{stamp}"
+    if progress:
+        print(f"Pruning {name}: sensitivity per layer, 3 prune-retrain stages", flush=True)
+    path, ratio = train_pruned_mlp(logdir, name, steps)
+    if progress:
+        print(f"  {ratio:.1f}x fewer stored weights; recorded in {path}", flush=True)
+    paths.append(path)
     name = f"mlp-broken-{stamp}"
     if progress:
         print(f"Training {name}: the naive cross entropy at learning rate 5, with "

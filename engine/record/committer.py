@@ -34,7 +34,7 @@ FIRST_SEQ = 2             # seq 1 is the "run started" event written with the da
 # Queue opcodes: the first element of every queued tuple.
 (OP_SCALAR, OP_HISTOGRAM, OP_TEXT, OP_CONFIG, OP_DEVICES, OP_GRAPH, OP_PLACEMENTS, OP_PLAN, OP_STEP,
  OP_EXCEPTION, OP_FLUSH, OP_CLOSE, OP_BUCKETS, OP_EVENT, OP_IMAGE, OP_TENSOR_SUMMARY,
- OP_ALERT) = range(17)
+ OP_ALERT, OP_PRUNING) = range(18)
 
 
 def wait_for(done: threading.Event, thread: threading.Thread, timeout: float | None) -> None:
@@ -105,7 +105,7 @@ class Committer(threading.Thread):
             OP_PLACEMENTS: self._placements, OP_PLAN: self._plan, OP_STEP: self._step,
             OP_EXCEPTION: self._exception, OP_BUCKETS: self._buckets, OP_EVENT: self._event,
             OP_IMAGE: self._image, OP_TENSOR_SUMMARY: self._tensor_summary,
-            OP_ALERT: self._alert,
+            OP_ALERT: self._alert, OP_PRUNING: self._pruning,
         }
 
     def put(self, item: tuple) -> None:
@@ -367,6 +367,12 @@ class Committer(threading.Thread):
         _, wall_time, record = item
         self._add({"alerts": [store.alert_row(self._next_seq(), wall_time, record)]})
         self._note_step(record.step)
+        self._commit_due = True
+
+    def _pruning(self, item: tuple) -> None:
+        # item: (OP_PRUNING, wall_time, encoder, payload); encoder is a store.*_rows function.
+        _, wall_time, encoder, payload = item
+        self._add(encoder(self._next_seq, wall_time, payload))
         self._commit_due = True
 
     def _text(self, item: tuple) -> None:

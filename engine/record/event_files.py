@@ -205,6 +205,17 @@ class EventFileReader(RunFolderReader):
     def alerts(self) -> list[AlertRecord]:
         return []
 
+    # Pruning records have no event-file form.
+
+    def sensitivity_curves(self) -> dict:
+        return {}
+
+    def prune_stages(self) -> list:
+        return []
+
+    def compression(self) -> None:
+        return None
+
     # Engine records: only the graph has a counterpart in event files.
 
     def devices(self) -> list[DeviceRecord]:

@@ -33,17 +33,21 @@ from engine.record.schema import (
     SCHEMA_VERSION,
     UNREADABLE,
     AlertRecord,
+    CompressionRecord,
     CutEdgeRecord,
     DeviceRecord,
     GraphRecord,
     HistogramRecord,
     ImageRecord,
+    LayerSparsityRecord,
     NodeRecord,
     OpStatRecord,
     PartitionRecord,
     PlacementRecord,
     PlanRecord,
+    PruneStageRecord,
     RunInfo,
+    SensitivityPoint,
     StepRecord,
     TensorSpec,
     TensorSummaryRecord,
@@ -295,6 +299,52 @@ class RunReader(RunFolderReader):
                 "SELECT step, node, op, device, kind, message, inputs, output, stack, seq, "
                 "wall_time FROM alerts ORDER BY seq").fetchall()
         return [_alert(row) for row in rows]
+
+    # Pruning (schema version 3; an older run has none).
+
+    def sensitivity_curves(self) -> dict[str, list[SensitivityPoint]]:
+        """Each layer's sensitivity curve, points by sparsity; layers in recording order."""
+        with self._connect() as conn:
+            if not _has_table(conn, "prune_sensitivity"):
+                return {}
+            rows = conn.execute(
+                "SELECT layer, sparsity, accuracy, seq, wall_time FROM prune_sensitivity "
+                "ORDER BY seq").fetchall()
+        curves: dict[str, list[SensitivityPoint]] = {}
+        for row in rows:
+            curves.setdefault(row[0], []).append(SensitivityPoint(*row))
+        return {layer: sorted(points, key=lambda p: (p.sparsity, p.seq))
+                for layer, points in curves.items()}
+
+    def prune_stages(self) -> list[PruneStageRecord]:
+        """The prune-retrain stages in stage order, each with its layers' sparsity."""
+        with self._connect() as conn:
+            if not _has_table(conn, "prune_stages"):
+                return []
+            stages = conn.execute(
+                "SELECT seq, stage, step, pruned_accuracy, accuracy, wall_time FROM "
+                "prune_stages ORDER BY stage, seq").fetchall()
+            layers: dict[int, list[LayerSparsityRecord]] = {}
+            for stage_seq, layer, target, sparsity in conn.execute(
+                    "SELECT stage_seq, layer, target, sparsity FROM prune_layers ORDER BY seq"):
+                layers.setdefault(stage_seq, []).append(
+                    LayerSparsityRecord(layer, target, sparsity))
+        return [PruneStageRecord(stage, step, pruned, acc, tuple(layers.get(seq, ())), seq,
+                                 wall) for seq, stage, step, pruned, acc, wall in stages]
+
+    def compression(self) -> CompressionRecord | None:
+        """The last compression figures recorded, or None."""
+        with self._connect() as conn:
+            if not _has_table(conn, "prune_compression"):
+                return None
+            row = conn.execute(
+                "SELECT dense_values, stored_values, dense_bytes, sparse_bytes, "
+                "baseline_accuracy, accuracy, per_layer, seq, wall_time FROM prune_compression "
+                "ORDER BY seq DESC LIMIT 1").fetchone()
+        if row is None:
+            return None
+        per_layer = {k: tuple(v) for k, v in json.loads(row[6]).items()}
+        return CompressionRecord(*row[:6], per_layer, row[7], row[8])
 
     def damage(self) -> str | None:
         """What is damaged in this run, in words (the file, relative to the log directory, and
@@ -561,6 +611,9 @@ _QUERIES = ("info", "damage", "tags", "histogram_tags", "text_tags", "scalars",
 # And RunReader's own: the listing's steps (list_runs reads event-file runs otherwise) and
 # the curve reads (the workbench reads event-file runs' scalars with scalar_series).
 for _name in (*_QUERIES, "_listing", "_damage", "scalar_values", "scalar_points"):
+    setattr(RunReader, _name, _damage_is_a_store_error(getattr(RunReader, _name)))
+_PRUNING_QUERIES = ("sensitivity_curves", "prune_stages", "compression")
+for _name in _PRUNING_QUERIES:
     setattr(RunReader, _name, _damage_is_a_store_error(getattr(RunReader, _name)))
 
 

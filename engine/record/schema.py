@@ -8,8 +8,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 # 1: the first store. 2: images, tensor_summaries and alerts (a version-1 run reads them as
-# empty).
-SCHEMA_VERSION = 2
+# empty). 3: pruning (sensitivity curves, prune-retrain stages with per-layer sparsity,
+# compression figures).
+SCHEMA_VERSION = 3
 DATABASE_NAME = "run.sqlite"
 
 # Run status as the reader reports it.
@@ -227,6 +228,62 @@ class AlertRecord:
     stack: tuple[str, ...] = ()  # creation site, outermost first
     seq: int = 0
     wall_time: float = 0.0
+
+
+@dataclass(frozen=True)
+class SensitivityPoint:
+    """One point of a layer's pruning sensitivity curve: held-out accuracy with only this
+    layer pruned to `sparsity` (fraction of its weights zero), without retraining."""
+    layer: str
+    sparsity: float
+    accuracy: float
+    seq: int = 0
+    wall_time: float = 0.0
+
+
+@dataclass(frozen=True)
+class LayerSparsityRecord:
+    """A layer's sparsity at the end of a prune-retrain stage, and the target it was pruned to."""
+    layer: str
+    target: float
+    sparsity: float
+
+
+@dataclass(frozen=True)
+class PruneStageRecord:
+    """One stage of iterative prune-and-retrain (stage 0: the unpruned model): the training
+    step it ended at, accuracy right after pruning and after retraining, per-layer sparsity."""
+    stage: int
+    step: int
+    pruned_accuracy: float
+    accuracy: float
+    layers: tuple[LayerSparsityRecord, ...] = ()
+    seq: int = 0
+    wall_time: float = 0.0
+
+
+@dataclass(frozen=True)
+class CompressionRecord:
+    """What the pruned kernels cost stored dense versus as CSR: value counts, bytes (CSR with
+    its int32 column indices and row pointers), and the accuracy before and after pruning.
+    per_layer: layer -> (dense values, stored nonzero values)."""
+    dense_values: int
+    stored_values: int
+    dense_bytes: int
+    sparse_bytes: int
+    baseline_accuracy: float
+    accuracy: float
+    per_layer: dict = field(default_factory=dict)
+    seq: int = 0
+    wall_time: float = 0.0
+
+    @property
+    def ratio(self) -> float:
+        return self.dense_values / max(self.stored_values, 1)
+
+    @property
+    def bytes_ratio(self) -> float:
+        return self.dense_bytes / max(self.sparse_bytes, 1)
 
 
 @dataclass(frozen=True)

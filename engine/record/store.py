@@ -18,6 +18,7 @@ from engine.record.schema import (
     DATABASE_NAME,
     SCHEMA_VERSION,
     AlertRecord,
+    CompressionRecord,
     CutEdgeRecord,
     DeviceRecord,
     GraphRecord,
@@ -26,6 +27,8 @@ from engine.record.schema import (
     PartitionRecord,
     PlacementRecord,
     PlanRecord,
+    PruneStageRecord,
+    SensitivityPoint,
     StepRecord,
     TensorSummaryRecord,
     TransferRecord,
@@ -76,6 +79,16 @@ TABLES_BY_VERSION: dict[int, dict[str, tuple[str, ...]]] = {
         "alerts": ("step", "node", "op", "device", "kind", "message", "inputs", "output",
                    "stack"),
     },
+    3: {
+        # Pruning: a layer's accuracy versus sparsity; prune-retrain stages and, per stage,
+        # each layer's sparsity (stage_seq: the parent stage row); the compression figures
+        # (per_layer: JSON {layer: [dense values, nonzero values]}).
+        "prune_sensitivity": ("layer", "sparsity", "accuracy"),
+        "prune_stages": ("stage", "step", "pruned_accuracy", "accuracy"),
+        "prune_layers": ("stage_seq", "stage", "layer", "target", "sparsity"),
+        "prune_compression": ("dense_values", "stored_values", "dense_bytes", "sparse_bytes",
+                              "baseline_accuracy", "accuracy", "per_layer"),
+    },
 }
 TABLES: dict[str, tuple[str, ...]] = {
     table: columns for tables in TABLES_BY_VERSION.values() for table, columns in tables.items()}
@@ -101,6 +114,10 @@ INDEXES_BY_VERSION: dict[int, tuple[str, ...]] = {
         "CREATE INDEX images_by_tag ON images (tag_id, step)",
         "CREATE INDEX tensor_summaries_by_node ON tensor_summaries (node, step)",
         "CREATE INDEX alerts_by_step ON alerts (step)",
+    ),
+    3: (
+        "CREATE INDEX prune_sensitivity_by_layer ON prune_sensitivity (layer, sparsity)",
+        "CREATE INDEX prune_layers_by_stage ON prune_layers (stage_seq)",
     ),
 }
 
@@ -461,3 +478,33 @@ def alert_row(seq: int, wall_time: float, r: AlertRecord) -> tuple:
     return (seq, wall_time, r.step, r.node, r.op, r.device, r.kind, r.message,
             to_json([summary_json(i) for i in r.inputs]), to_json(summary_json(r.output)),
             to_json(list(r.stack)))
+
+
+def sensitivity_rows(next_seq: SeqSource, wall_time: float,
+                     points: Sequence[SensitivityPoint]) -> dict[str, list[tuple]]:
+    rows = []
+    for p in points:
+        check_record("sensitivity", p, SensitivityPoint)
+        rows.append((next_seq(), wall_time, p.layer, float(p.sparsity), float(p.accuracy)))
+    return {"prune_sensitivity": rows}
+
+
+def prune_stage_rows(next_seq: SeqSource, wall_time: float,
+                     record: PruneStageRecord) -> dict[str, list[tuple]]:
+    check_record("prune_stage", record, PruneStageRecord)
+    stage_seq = next_seq()
+    stage = (stage_seq, wall_time, record.stage, record.step, float(record.pruned_accuracy),
+             float(record.accuracy))
+    layers = [(next_seq(), wall_time, stage_seq, record.stage, layer.layer,
+               float(layer.target), float(layer.sparsity)) for layer in record.layers]
+    return {"prune_stages": [stage], "prune_layers": layers}
+
+
+def compression_rows(next_seq: SeqSource, wall_time: float,
+                     record: CompressionRecord) -> dict[str, list[tuple]]:
+    check_record("compression", record, CompressionRecord)
+    per_layer = {str(k): [int(v[0]), int(v[1])] for k, v in record.per_layer.items()}
+    return {"prune_compression": [(
+        next_seq(), wall_time, int(record.dense_values), int(record.stored_values),
+        int(record.dense_bytes), int(record.sparse_bytes), float(record.baseline_accuracy),
+        float(record.accuracy), to_json(per_layer))]}

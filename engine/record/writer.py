@@ -33,6 +33,7 @@ from engine.record.committer import (
     OP_IMAGE,
     OP_PLACEMENTS,
     OP_PLAN,
+    OP_PRUNING,
     OP_SCALAR,
     OP_STEP,
     OP_TENSOR_SUMMARY,
@@ -46,6 +47,7 @@ from engine.record.schema import (
     RUNNING,
     SCHEMA_VERSION,
     AlertRecord,
+    CompressionRecord,
     CutEdgeRecord,
     DeviceRecord,
     GraphRecord,
@@ -53,6 +55,8 @@ from engine.record.schema import (
     PartitionRecord,
     PlacementRecord,
     PlanRecord,
+    PruneStageRecord,
+    SensitivityPoint,
     StepRecord,
     TransferRecord,
 )
@@ -298,6 +302,28 @@ class RunWriter:
         self._check_usable()
         store.check_record("alert", record, AlertRecord)
         self._put((OP_ALERT, time.time(), record))
+
+    # Pruning (engine/quantize/pruning.py's results).
+
+    def sensitivity(self, points: Sequence[SensitivityPoint]) -> None:
+        """Points of the per-layer sensitivity curves (accuracy versus sparsity)."""
+        self._check_usable()
+        points = tuple(points)
+        for point in points:
+            store.check_record("sensitivity", point, SensitivityPoint)
+        self._put((OP_PRUNING, time.time(), store.sensitivity_rows, points))
+
+    def prune_stage(self, record: PruneStageRecord) -> None:
+        """One prune-retrain stage with each layer's sparsity after it."""
+        self._check_usable()
+        store.check_record("prune_stage", record, PruneStageRecord)
+        self._put((OP_PRUNING, time.time(), store.prune_stage_rows, record))
+
+    def compression(self, record: CompressionRecord) -> None:
+        """The pruned model's compression figures (the last one recorded is the run's)."""
+        self._check_usable()
+        store.check_record("compression", record, CompressionRecord)
+        self._put((OP_PRUNING, time.time(), store.compression_rows, record))
 
     # Internals.
 

@@ -1,0 +1,1 @@
+"""Quantization and compression of graphs: quantize_graph, calibration, comparison, pruning."""

@@ -1,0 +1,47 @@
+"""The Pruning page in headless Chromium at 1280x800: a recorded pruning analysis draws its
+sensitivity curves, sparsity bars, schedule and compression figures; unchecking a layer
+hides its curve; nothing lands in the console and nothing scrolls sideways."""
+
+from __future__ import annotations
+
+from browser_helpers import open_page
+from selenium.webdriver.support.wait import WebDriverWait
+
+from engine.quantize.pruning import Compression, Stage, record_pruning
+from engine.record import RunWriter
+from workbench.app import create_app
+
+LAYERS = ("dense/kernel", "dense_1/kernel", "logits/kernel")
+TRACES = "#pruning-sensitivity-graph .scatterlayer .trace"
+
+
+def _record(logdir) -> None:
+    curves = {layer: [(s, 0.98 - i * s / 4) for s in (0.0, 0.5, 0.8, 0.9)]
+              for i, layer in enumerate(LAYERS)}
+    history = [Stage(k, 100 * k, {n: 0.3 * k for n in LAYERS}, {n: 0.3 * k for n in LAYERS},
+                     0.97 - 0.02 * k, 0.98 - 0.005 * k) for k in range(4)]
+    figures = Compression(6464, 680, 25856, 6000, {n: (1000, 100) for n in LAYERS})
+    with RunWriter(logdir, "pruned") as writer:
+        record_pruning(writer, curves, history, figures)
+
+
+def test_pruning_page_draws_and_hides_a_layer(dash_duo, tmp_path):
+    _record(tmp_path)
+    dash_duo.start_server(create_app(tmp_path))
+    dash_duo.driver.set_window_size(1280, 800)
+    open_page(dash_duo, "/pruning?run=pruned")
+    dash_duo.wait_for_element(TRACES, timeout=30)   # the shared machine is slow
+    WebDriverWait(dash_duo.driver, 30).until(
+        lambda d: len(d.find_elements("css selector", TRACES)) == 3)
+    dash_duo.wait_for_element("#pruning-sparsity-graph .barlayer .point")
+    dash_duo.wait_for_element("#pruning-schedule-graph .scatterlayer .trace")
+    dash_duo.wait_for_contains_text("#pruning-compression-div", "9.51× fewer")
+    dash_duo.wait_for_contains_text("#pruning-sparsity-graph", "after stage 3")
+    boxes = dash_duo.find_elements("#pruning-layers-checklist input")
+    assert len(boxes) == 3
+    boxes[-1].click()
+    WebDriverWait(dash_duo.driver, 30).until(
+        lambda d: len(d.find_elements("css selector", TRACES)) == 2)
+    assert dash_duo.driver.execute_script(
+        "return document.documentElement.scrollWidth <= window.innerWidth")
+    assert dash_duo.get_logs() == []

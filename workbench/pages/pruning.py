@@ -1,0 +1,161 @@
+"""Pruning page (`/pruning?run=NAME`): a pruned run's per-layer sensitivity curves (a layer's
+curve hidden or shown from the checklist), each layer's sparsity at the chosen
+prune-retrain stage, accuracy over the schedule with that stage marked, and the compression
+figures (stored weight values and bytes, dense versus CSR, and the accuracy change)."""
+
+from __future__ import annotations
+
+import dash
+from dash import Input, Output, dcc, html
+
+from viz.message import message_figure
+from viz.pruning import compression_rows, schedule_figure, sensitivity_figure, sparsity_figure
+from workbench import data, inputs
+from workbench.pages.common import (
+    PROBLEMS,
+    answers,
+    choose_run,
+    labelled,
+    loading,
+    message,
+    page_header,
+    run_choices,
+    run_notice,
+    run_options,
+)
+
+PATH = "/pruning"
+NAME = "Pruning"
+
+QUERY_STORE = "pruning-query-store"
+RUN_DROPDOWN = "pruning-run-dropdown"
+NOTICE_TEXT = "pruning-notice-text"
+LAYERS_CHECKLIST = "pruning-layers-checklist"
+STAGE_DROPDOWN = "pruning-stage-dropdown"
+COMPRESSION_DIV = "pruning-compression-div"
+SENSITIVITY_GRAPH = "pruning-sensitivity-graph"
+SPARSITY_GRAPH = "pruning-sparsity-graph"
+SCHEDULE_GRAPH = "pruning-schedule-graph"
+NOTHING = ("No pruning recorded in this run. sample_graphs/prune_digits.py --logdir DIR "
+           "records one (engine.quantize.pruning.record_pruning).")
+
+
+def layout(run: str | None = None, **_query) -> html.Div:
+    graph_config = {"displaylogo": False, "responsive": True}
+    return html.Div([
+        page_header("Pruning", "Magnitude pruning: how much each layer can lose, what the "
+                               "prune-retrain stages did, and what the sparse model stores."),
+        dcc.Store(id=QUERY_STORE, data=run),
+        html.Div(className="controls", children=[
+            labelled("Run", dcc.Dropdown(id=RUN_DROPDOWN, clearable=False)),
+            labelled("Stage", dcc.Dropdown(id=STAGE_DROPDOWN, clearable=False)),
+        ]),
+        html.P(id=NOTICE_TEXT, className="message"),
+        loading("pruning-compression-loading", html.Div(id=COMPRESSION_DIV)),
+        html.Div(className="pruning-grid", children=[
+            html.Div(className="pruning-cell", children=[
+                dcc.Checklist(id=LAYERS_CHECKLIST, inline=True,
+                              className="pruning-layers"),
+                loading("pruning-sensitivity-loading",
+                        dcc.Graph(id=SENSITIVITY_GRAPH, config=graph_config)),
+            ]),
+            html.Div(className="pruning-cell", children=[
+                loading("pruning-schedule-loading",
+                        dcc.Graph(id=SCHEDULE_GRAPH, config=graph_config)),
+            ]),
+            html.Div(className="pruning-cell", children=[
+                loading("pruning-sparsity-loading",
+                        dcc.Graph(id=SPARSITY_GRAPH, config=graph_config)),
+            ]),
+        ]),
+    ])
+
+
+def _has_pruning(name: str) -> bool:
+    try:
+        return bool(data.prune_stages(name) or data.sensitivity_curves(name))
+    except PROBLEMS:
+        return False
+
+
+@answers(lambda problem: ([], None, problem))
+def run_choice(requested: str | None) -> tuple[list[dict], str | None, str]:
+    """(options, chosen run, notice): the requested run, else the newest run with pruning
+    records, else the newest healthy run."""
+    names, healthy = run_choices()
+    options = run_options(names, frozenset(names) - frozenset(healthy))
+    pruned = [name for name in healthy if _has_pruning(name)]
+    chosen = choose_run(names, requested, pruned or healthy)
+    if not names:
+        return options, None, "No runs in the log directory yet."
+    return options, chosen, run_notice(requested, chosen)
+
+
+def _run(run) -> str:
+    if run in (None, ""):
+        raise inputs.BadInput("choose a run")
+    return data.check_name(inputs.text(run, "the run"))
+
+
+@answers(lambda problem: ([], [], [], None, message(problem)))
+def run_view(run):
+    """(layer options, shown layers, stage options, chosen stage, compression figures) of
+    the run: every layer shown, the last stage chosen."""
+    name = _run(run)
+    curves, stages = data.sensitivity_curves(name), data.prune_stages(name)
+    if not curves and not stages:
+        return [], [], [], None, message(NOTHING, "pruning-empty-text")
+    layers = list(curves) or [layer.layer for layer in stages[-1].layers]
+    stage_options = [{"label": f"stage {s.stage} (step {s.step})", "value": s.stage}
+                     for s in stages]
+    chosen = stages[-1].stage if stages else None
+    return ([{"label": layer, "value": layer} for layer in layers], layers, stage_options,
+            chosen, _compression_table(data.compression(name)))
+
+
+def _compression_table(record) -> html.Div:
+    if record is None:
+        return message("No compression figures recorded in this run.")
+    rows = [html.Tr([html.Th(label), html.Td(value)]) for label, value in
+            compression_rows(record)]
+    return html.Table(html.Tbody(rows), className="pruning-compression")
+
+
+@answers(lambda problem: message_figure(problem))
+def sensitivity(run, shown):
+    name = _run(run)
+    curves = data.sensitivity_curves(name)
+    if not curves:
+        return message_figure("No sensitivity analysis recorded in this run.")
+    chosen = inputs.text_list(shown, "the layers") if shown is not None else None
+    return sensitivity_figure(curves, chosen)
+
+
+@answers(lambda problem: (message_figure(problem), message_figure(problem)))
+def stage_view(run, stage):
+    """(sparsity bars at the stage, accuracy over the schedule with the stage marked)."""
+    name = _run(run)
+    stages = data.prune_stages(name)
+    if not stages:
+        empty = message_figure("No prune-retrain stages recorded in this run.")
+        return empty, empty
+    number = inputs.step_number(stage, "the stage")
+    by_number = {s.stage: s for s in stages}
+    if number is not None and number not in by_number:
+        raise inputs.BadInput(f"the run has no stage {number}; it has stages "
+                              f"{stages[0].stage} to {stages[-1].stage}")
+    chosen = by_number[stages[-1].stage if number is None else number]
+    layers = list(data.sensitivity_curves(name))
+    return sparsity_figure(chosen, layers), schedule_figure(stages, chosen.stage)
+
+
+def register_callbacks(app: dash.Dash) -> None:
+    app.callback(Output(RUN_DROPDOWN, "options"), Output(RUN_DROPDOWN, "value"),
+                 Output(NOTICE_TEXT, "children"), Input(QUERY_STORE, "data"))(run_choice)
+    app.callback(Output(LAYERS_CHECKLIST, "options"), Output(LAYERS_CHECKLIST, "value"),
+                 Output(STAGE_DROPDOWN, "options"), Output(STAGE_DROPDOWN, "value"),
+                 Output(COMPRESSION_DIV, "children"), Input(RUN_DROPDOWN, "value"))(run_view)
+    app.callback(Output(SENSITIVITY_GRAPH, "figure"), Input(RUN_DROPDOWN, "value"),
+                 Input(LAYERS_CHECKLIST, "value"))(sensitivity)
+    app.callback(Output(SPARSITY_GRAPH, "figure"), Output(SCHEDULE_GRAPH, "figure"),
+                 Input(RUN_DROPDOWN, "value"), Input(STAGE_DROPDOWN, "value"))(stage_view)
