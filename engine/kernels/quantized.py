@@ -5,7 +5,7 @@ MatMul + bias (+ Relu) + requantize ops run on fbgemm on the CPU (quantized_fbge
 
 from __future__ import annotations
 
-import time
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -105,7 +105,10 @@ def quantize_eigen(x: torch.Tensor, lo: float, hi: float, dtype) -> torch.Tensor
     lower, upper = max(F32(low), F32(-2.147483648e09)), min(F32(high), F32(2.147483520e09))
     q = round_half_away(x.to(torch.float32) * _scalar(scale, x.device)) - \
         _scalar(F32(min_scaled - F32(low)), x.device)
-    return to_integers(q.clamp(float(lower), float(upper)), dtype)
+    q = q.clamp(float(lower), float(upper))
+    if dtype.size < 4:      # clamped into the type: only NaN is left to cast as x86 does
+        return torch.nan_to_num(q, nan=0.0).to(dtype.torch_dtype)   # (INT_MIN: low bits 0)
+    return to_integers(q, dtype)
 
 
 def dequantize_eigen(q: torch.Tensor, lo: float, hi: float, dtype) -> torch.Tensor:
@@ -158,21 +161,25 @@ def _centered(x: torch.Tensor, offset: int):
     return x, -offset
 
 
-# Products of int8 values are below 2^14, so a float32 GEMM over at most 1024 of them sums
-# integers below 2^24, every one of which float32 holds exactly: the result is exact.
-EXACT_FLOAT_K = 1024
-# "auto" picks, once per process, the faster of the two exact CPU products (torch._int_mm
-# is a scalar loop on CPUs without VNNI, 100x slower than float32 GEMM on AVX2 machines).
-CPU_INT8_BACKEND = "auto"
-_chosen: list[str] = []
+# The CPU's exact int8 product: "int_mm" (torch._int_mm, integer arithmetic; a scalar loop
+# on CPUs without VNNI, 270-570 ms at 256x1024x1024 on an AVX2 laptop) or the opt-in
+# "float32_gemm" (the same integers through float32 GEMM in exact blocks: bit-exact, but float
+# arithmetic standing in for integer, so never chosen by itself). fbgemm cannot give the int32
+# product: torch.ops.quantized.linear requantizes it to 8 bits. The fused ops' fast path is
+# quantized_fbgemm.
+CPU_INT8_BACKENDS = ("int_mm", "float32_gemm")
+CPU_INT8_BACKEND = "int_mm"
+# Products of int8 values are at most 2^14, so a float32 GEMM over at most 1024 of them sums
+# integers of at most 2^24, every one of which float32 holds exactly: the result is exact.
+FLOAT32_GEMM_K = 1024
 
 
-def exact_float_matmul(a8: torch.Tensor, b8: torch.Tensor) -> torch.Tensor:
-    """The exact int8 product on the CPU's float32 GEMM, in blocks of EXACT_FLOAT_K along
-    k, summed in int32."""
+def float32_gemm_matmul(a8: torch.Tensor, b8: torch.Tensor) -> torch.Tensor:
+    """The exact int8 product on float32 GEMM, in blocks of FLOAT32_GEMM_K along k, summed
+    in int32 (the opt-in "float32_gemm" backend)."""
     out = None
-    for start in range(0, a8.shape[1], EXACT_FLOAT_K):
-        stop = start + EXACT_FLOAT_K
+    for start in range(0, a8.shape[1], FLOAT32_GEMM_K):
+        stop = start + FLOAT32_GEMM_K
         part = torch.mm(a8[:, start:stop].to(torch.float32),
                         b8[start:stop].to(torch.float32)).to(torch.int32)
         out = part if out is None else out + part
@@ -180,33 +187,24 @@ def exact_float_matmul(a8: torch.Tensor, b8: torch.Tensor) -> torch.Tensor:
 
 
 def cpu_int8_backend() -> str:
-    if CPU_INT8_BACKEND != "auto":
-        return CPU_INT8_BACKEND
-    if not _chosen:
-        a = torch.ones((64, 256), dtype=torch.int8)
-        b = torch.ones((256, 256), dtype=torch.int8)
-        times = {}
-        for name, fn in (("int_mm", torch._int_mm), ("exact_float", exact_float_matmul)):
-            fn(a, b)
-            start = time.perf_counter()
-            fn(a, b)
-            times[name] = time.perf_counter() - start
-        _chosen.append(min(times, key=times.get))
-    return _chosen[0]
+    if CPU_INT8_BACKEND not in CPU_INT8_BACKENDS:
+        raise ValueError(f"engine.kernels.quantized.CPU_INT8_BACKEND is "
+                         f"{CPU_INT8_BACKEND!r}; choose one of {CPU_INT8_BACKENDS}")
+    return CPU_INT8_BACKEND
 
 
 def int8_matmul(a8: torch.Tensor, b8: torch.Tensor, pad: bool | None = None,
                 backend: str | None = None) -> torch.Tensor:
     """int8 x int8 -> int32 product, exact. On CUDA torch._int_mm, which wants more than 16
     rows and k, n multiples of 8: zero rows and columns pad other shapes. On the CPU the
-    faster exact backend (cpu_int8_backend)."""
+    backend given, else CPU_INT8_BACKEND."""
     m, k = a8.shape
     n = b8.shape[1]
     if m == 0 or n == 0 or k == 0:
         return torch.zeros((m, n), dtype=torch.int32, device=a8.device)
     if not (a8.device.type != "cpu" if pad is None else pad):
-        if (backend or cpu_int8_backend()) == "exact_float":
-            return exact_float_matmul(a8, b8)
+        if (backend or cpu_int8_backend()) == "float32_gemm":
+            return float32_gemm_matmul(a8, b8)
         return torch._int_mm(a8.contiguous(), b8.contiguous())
     rows = max(m, _MM_MIN_ROWS)
     inner = -(-max(k, 16) // _MM_MULTIPLE) * _MM_MULTIPLE
@@ -224,13 +222,14 @@ def wide_matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return torch.mm(a.to(torch.float64), b.to(torch.float64)).to(torch.int64).to(torch.int32)
 
 
-def offset_matmul(a: torch.Tensor, b: torch.Tensor, offset_a: int, offset_b: int) -> torch.Tensor:
+def offset_matmul(a: torch.Tensor, b: torch.Tensor, offset_a: int, offset_b: int,
+                  backend: str | None = None) -> torch.Tensor:
     """sum_k (a - offset_a)(b - offset_b) in int32, as TF's gemmlowp call computes it: one
     int8 matmul plus the row/column-sum corrections of the two offsets."""
     a8, ca = _centered(a, offset_a)
     b8, cb = _centered(b, offset_b)
     k = a8.shape[1]
-    out = int8_matmul(a8, b8)
+    out = int8_matmul(a8, b8, backend=backend)
     if ca:
         out = out + ca * b8.to(torch.int32).sum(0, keepdim=True, dtype=torch.int32)
     if cb:
@@ -243,6 +242,8 @@ def offset_matmul(a: torch.Tensor, b: torch.Tensor, offset_a: int, offset_b: int
 # -- kernels ---------------------------------------------------------------------------
 
 def _range(t) -> float:
+    if t.numel() == 1:
+        return float(t.item())
     return float(t.reshape(-1)[0]) if t.numel() else 0.0
 
 
@@ -618,22 +619,28 @@ class FusedScales:
 
 
 def fused_scales(node, a_range, b_range) -> FusedScales:
+    mode = node.attr.get("input_quant_mode", "MIN_FIRST")
     lo, hi = F32(a_range[0]), F32(a_range[1])
-    if node.attr.get("input_quant_mode", "MIN_FIRST") == "MIN_FIRST":
-        if not hi > lo:
-            raise invalid(node, f"max_a ({float(hi):g}) must be larger than min_a "
-                                f"({float(lo):g}) for input_quant_mode MIN_FIRST")
+    if mode == "MIN_FIRST" and not hi > lo:
+        raise invalid(node, f"max_a ({float(hi):g}) must be larger than min_a "
+                            f"({float(lo):g}) for input_quant_mode MIN_FIRST")
+    if mode != "MIN_FIRST" and lo == 0 and hi == 0:
+        raise invalid(node, "the range of a is empty: min_a and max_a are both 0")
+    if F32(b_range[0]) == 0 and F32(b_range[1]) == 0:
+        raise invalid(node, "the range of b is empty: min_b and max_b are both 0")
+    return _fused_scales(mode, float(lo), float(hi), float(F32(b_range[0])),
+                         float(F32(b_range[1])))
+
+
+@functools.lru_cache(maxsize=1024)      # calibrated graphs ask for the same ranges each step
+def _fused_scales(mode: str, lo: float, hi: float, lo_b: float, hi_b: float) -> FusedScales:
+    lo, hi = F32(lo), F32(hi)
+    if mode == "MIN_FIRST":
         scale_a = F32(F32(hi - lo) / F32(255.0))
         zero_a = float_to_quantized_unclamped(0.0, float(lo), float(hi), dtypes.quint8)
     else:
-        top = max(abs(lo), abs(hi))
-        if top == 0:
-            raise invalid(node, "the range of a is empty: min_a and max_a are both 0")
-        scale_a, zero_a = F32(top / F32(255.0)), 0
-    top_b = max(abs(F32(b_range[0])), abs(F32(b_range[1])))
-    if top_b == 0:
-        raise invalid(node, "the range of b is empty: min_b and max_b are both 0")
-    scale_b = F32(top_b / F32(127.0))
+        scale_a, zero_a = F32(max(abs(lo), abs(hi)) / F32(255.0)), 0
+    scale_b = F32(max(abs(F32(lo_b)), abs(F32(hi_b))) / F32(127.0))
     return FusedScales(scale_a, zero_a, scale_b, F32(scale_a * scale_b))
 
 

@@ -22,10 +22,12 @@ _probe: list[bool] = []                      # [pairs_saturate], measured once p
 _cache: dict[int, _Entry] = {}             # id(weight tensor) -> its prepacked forms
 
 
+_BUILT_IN = any(e in torch.backends.quantized.supported_engines for e in ENGINES)
+
+
 def usable() -> bool:
     """fbgemm is built in and the quantized engine torch uses is one that runs it."""
-    return torch.backends.quantized.engine in ENGINES and \
-        any(e in torch.backends.quantized.supported_engines for e in ENGINES)
+    return _BUILT_IN and torch.backends.quantized.engine in ENGINES
 
 
 def _quantized(values: torch.Tensor, scale: float, zero_point: int) -> torch.Tensor:
@@ -108,9 +110,9 @@ def _tensor_key(t: torch.Tensor) -> tuple:
 
 
 def _forget(weight_id: int):
-    def callback(_ref) -> None:
-        with _lock:
-            _cache.pop(weight_id, None)
+    def callback(_ref, lock=_lock, cache=_cache) -> None:    # bound: at exit globals go
+        with lock:
+            cache.pop(weight_id, None)
     return callback
 
 
