@@ -161,6 +161,15 @@ def test_a_float64_matmul_is_kept_with_its_reason():
     assert "QuantizedMatMul" not in ops(result.graph_def)
 
 
+def test_the_quantized_op_keeps_the_control_inputs_of_the_node_it_replaces():
+    def f(x):
+        first = tf.identity(x, name="first")
+        with tf.control_dependencies([first.op]):
+            tf.nn.relu(x, name="out")
+    gd, _ = quantize_graph(build(f, [None, 3]), "eightbit", output_names=["out", "first"])
+    assert "^first" in gd.by_name("out_eightbit_quantized").input
+
+
 def test_bad_mode_and_unknown_output_are_refused(mlp):
     with pytest.raises(errors.InvalidArgumentError, match="mode 'round' is not one of"):
         quantize_graph(mlp, "round")
