@@ -50,3 +50,12 @@ def test_the_digits_dataset_is_the_samples_split():
     assert data.test_images.shape == (360, 8, 8, 1) and data.train_images.shape[0] == 1437
     with pytest.raises(errors.InvalidArgumentError, match="unknown dataset 'mnist'"):
         load_dataset("mnist")
+
+
+def test_tf_quantize_is_still_tensorflows_once_the_package_is_imported():
+    import engine.quantize as package
+
+    assert tf.quantize is package
+    with tf.Graph().as_default(), tf.Session() as s:
+        q = tf.quantize([0.0, 0.5, 1.0], 0.0, 1.0, tf.quint8, mode="MIN_FIRST")
+        assert s.run(q.output).tolist() == [0, 128, 255]
