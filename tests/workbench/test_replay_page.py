@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 import recorded_replay
 
+from engine.record import open_run
 from viz import replay as viz_replay
 from workbench import data
 from workbench.pages import replay
@@ -166,20 +167,34 @@ def test_the_curve_and_logs_follow_the_browsers_run_and_step_pair(runs):
     assert replay.shown_step(None, runs.run) == (runs.run, None)
     assert replay.shown_step("junk", runs.run) == (runs.run, None)
     figure = replay._curve_input_first([runs.run, 2], runs.alert_run)
-    assert figure["data"][0]["x"] == [1, 2]
+    assert figure["data"][0]["x"] == [1]       # step 2's own loss is logged after it ran
     assert replay._logs_input_first([{"a": 1}, 2], runs.run)[0].children.startswith(
         "A run name must be text")
 
 
 def test_the_curve_grows_up_to_the_step(runs):
+    # What had been logged when the step ended: the script logs each step's loss after it.
     figure = replay.curve(runs.run, 3)
-    assert figure["data"][0]["x"] == [1, 2, 3]
+    assert figure["data"][0]["x"] == [1, 2]
     assert figure["layout"]["xaxis"]["range"] == [1.0, 6.0]
     alerted = replay.curve(runs.alert_run, runs.alert_step)
-    assert [shape["x0"] for shape in alerted["layout"]["shapes"]] == [runs.alert_step] * 2
+    assert [shape["x0"] for shape in alerted["layout"]["shapes"]] == [runs.alert_step - 1] * 2
+    assert len(replay.curve(runs.alert_run, runs.alert_step - 1)["layout"]["shapes"]) == 1
     bad = replay.curve(runs.run, "abc")
     assert "must be a step number" in bad.layout.annotations[0].text
     assert replay.curve(runs.run, None).layout.annotations[0].text == "No step to show."
+
+
+def test_the_curve_is_cut_by_wall_time_where_the_numberings_differ(tmp_path):
+    name = recorded_replay.record_training_counter_run(tmp_path)
+    data.set_logdir(tmp_path)
+    reader = open_run(tmp_path / name)
+    steps, _values, walls = reader.scalar_series("loss")
+    for record in reader.steps():
+        shown = replay.curve(name, record.step)["data"][0]["x"]
+        end = record.wall_start + record.duration_us / 1e6
+        assert shown == sorted(s for s, w in zip(steps.tolist(), walls.tolist()) if w <= end)
+    data.set_logdir("runs")
 
 
 def test_the_placement_in_force_and_the_alerts_up_to_the_step(runs, text_of):

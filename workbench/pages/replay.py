@@ -347,7 +347,9 @@ def nearest_label(near: Any) -> str:
 
 @answers(lambda problem: message_figure(problem, 240))
 def curve(run: str | None, step: Any) -> Figure | dict:
-    """The run's loss curve (its first tag naming loss, else its first tag) up to the step."""
+    """The run's loss curve (its first tag naming loss, else its first tag) as logged when the
+    step ended: points are cut by wall time, since a script's own step counter (a training
+    step) and Session steps (which also count initializer and evaluation runs) differ."""
     step = step_number(step)
     if not run or step is None:
         return message_figure("No step to show.", 240)
@@ -355,11 +357,25 @@ def curve(run: str | None, step: Any) -> Figure | dict:
     tag = replay.curve_tag(data.tags(run))
     if tag is None:
         return message_figure(f"Run {run} recorded no scalars.", 240)
-    steps, values = data.scalars(run, tag)
-    numbers = replay.step_numbers(data.steps(run))
-    return replay.replay_curve_figure(tag, steps, values, step,
-                                      replay.first_alert_step(data.alerts(run)),
-                                      numbers[-1] if numbers else None)
+    steps, values, walls = data.scalar_series(run, tag)
+    records = data.steps(run)
+    numbers = replay.step_numbers(records)
+    alert = replay.first_alert_step(data.alerts(run))
+    cut = _curve_cut(records, step, alert)
+    return replay.replay_curve_figure(tag, steps, values, step, alert,
+                                      numbers[-1] if numbers else None,
+                                      walls if cut is not None else None, cut)
+
+
+def _curve_cut(records: list, step: int, alert: int | None) -> replay.CurveCut | None:
+    """Where the step (and the first alert's step) ended; None when the step was not
+    recorded (the curve is then cut by step number)."""
+    record = replay.step_record(records, step)
+    if record is None:
+        return None
+    alerted = None if alert is None else replay.step_record(records, alert)
+    return replay.CurveCut(replay.step_end_wall(record),
+                           None if alerted is None else replay.step_end_wall(alerted))
 
 
 def _placement_table(run: str, step: int) -> html.Div:
