@@ -1,17 +1,21 @@
 """State a live refresh keeps, in headless Chromium at 1280x800, while writer threads record
 more: a zoom on Compare's curves (x and y, set as a drag sets it), the Timeline's zoom when
-the page follows a new traced step, and an earlier step chosen on the Images slider. Each
-waits for the refresh to land (the new points, step or slider stop) before it checks."""
+the page follows a new traced step, an earlier step chosen on the Images slider, and the
+Alerts table's sort, page, selection and filter. Each waits for the refresh to land (the new
+points, step, slider stop or rows) before it checks."""
 
 from __future__ import annotations
 
 import numpy as np
-from browser_helpers import open_page
+from browser_helpers import WAIT_S, open_page
 from live_zoom import assert_zoom_kept, wait_for_points, write_on_thread, zoom
 from recorded_mlp import DEVICES, mlp_graph
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+from selenium.webdriver.support.wait import WebDriverWait
 
 from engine.record import RunWriter
-from engine.record.schema import OpStatRecord, StepRecord
+from engine.record.schema import AlertRecord, OpStatRecord, StepRecord
 from workbench.app import create_app
 
 COMPARE_PLOT = "#compare-curves-div .js-plotly-plot"
@@ -107,5 +111,70 @@ def test_an_earlier_image_step_stays_chosen_across_a_live_refresh(dash_duo, tmp_
     dash_duo.wait_for_contains_text("#images-step-slider", "8")       # the new stops landed
     dash_duo.wait_for_contains_text("#images-live-banner-div", "running")
     assert "step 2 ·" in dash_duo.find_element("#images-caption-text").text
+    run.close()
+    assert dash_duo.get_logs() == []
+
+
+_NODES = ("return [...document.querySelectorAll('.alerts-table td[data-dash-column=node]')]"
+          ".map(cell => cell.textContent.trim());")
+_PAGES = "const n = document.querySelector('.alerts-table .page-number .last-page'); " \
+         "return n ? n.textContent.trim() : null;"
+_CHECKED = ("return [...document.querySelectorAll('.alerts-table tbody tr')].filter(row => {"
+            "const box = row.querySelector('td.dash-select-cell input');"
+            "return box && box.checked; }).map(row => row.querySelector("
+            "'td[data-dash-column=node]').textContent.trim());")
+
+
+def _alarms(run: RunWriter, steps: range) -> None:
+    def job():
+        for step in steps:
+            run.alert(AlertRecord(step, f"n{step:02d}", "Log", "/device:CPU:0", "nan",
+                                  f"NaN at step {step}", wall_time=1.7e9 + step))
+        run.flush()
+    write_on_thread(job)
+
+
+def _until(duo, condition, said: str):
+    return WebDriverWait(duo.driver, WAIT_S).until(condition, message=said)
+
+
+def test_the_alerts_tables_sort_page_filter_and_selection_survive_a_live_refresh(
+        dash_duo, tmp_path):
+    run = RunWriter(tmp_path, "alarms")
+    _alarms(run, range(25))
+    _start(dash_duo, tmp_path)
+    open_page(dash_duo, "/alerts?run=alarms")
+    _until(dash_duo, lambda d: d.execute_script(_PAGES) == "2", "the table never had 2 pages")
+    sort = ".alerts-table th[data-dash-column=node] .column-header--sort"
+    for _ in range(3):                  # to descending order, whichever way it starts
+        if dash_duo.driver.execute_script(_NODES)[:1] == ["n24"]:
+            break
+        dash_duo.find_element(sort).click()
+    _until(dash_duo, lambda d: d.execute_script(_NODES)[:1] == ["n24"], "no descending sort")
+    dash_duo.find_element(".alerts-table .next-page").click()
+    _until(dash_duo, lambda d: d.execute_script(_NODES) == ["n04", "n03", "n02", "n01", "n00"],
+           "page 2 does not hold the last five")
+    row = dash_duo.driver.find_elements(By.CSS_SELECTOR, ".alerts-table tbody tr")
+    picked = next(r for r in row if "n03" in r.text)
+    picked.find_element(By.CSS_SELECTOR, "td.dash-select-cell input").click()
+    dash_duo.wait_for_contains_text("#alerts-details-div", "alarms · n03 (Log) at step 3")
+
+    _alarms(run, range(25, 45))
+    _until(dash_duo, lambda d: d.execute_script(_PAGES) == "3", "the new alerts never came")
+    # Still sorted descending and on page 2 (now n24..n05); n03, still selected, moved on.
+    assert dash_duo.driver.execute_script(_NODES) == [f"n{n:02d}" for n in range(24, 4, -1)]
+    assert "alarms · n03 (Log) at step 3" in dash_duo.find_element("#alerts-details-div").text
+    dash_duo.find_element(".alerts-table .next-page").click()
+    _until(dash_duo, lambda d: d.execute_script(_CHECKED) == ["n03"],
+           "the selected alert is not checked where it moved")
+
+    box = dash_duo.find_element(".alerts-table th[data-dash-column=node] input")
+    box.send_keys("n4", Keys.ENTER)
+    _until(dash_duo, lambda d: d.execute_script(_NODES) == [f"n{n}" for n in range(44, 39, -1)],
+           "the filter did not apply")
+    _alarms(run, range(45, 50))
+    _until(dash_duo, lambda d: d.execute_script(_NODES) == [f"n{n}" for n in range(49, 39, -1)],
+           "the filtered, sorted rows did not take the new alerts")
+    assert box.get_attribute("value") == "n4"
     run.close()
     assert dash_duo.get_logs() == []

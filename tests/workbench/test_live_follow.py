@@ -360,7 +360,7 @@ def test_alerts_placement_and_compare_take_the_poll(logdir, text_of):
         assert len(rows) == len(placements)
         _, _, state = banner(["b"], parts=alerts.LIVE_PARTS)
         assert state["runs"]["b"]["alerts"] == 0
-        assert "No NaN or Inf" in text_of(alerts.alerts_table(["b"], state))
+        assert "No NaN or Inf" in text_of(alerts.alerts_table(["b"], state)[1])
         tick = {"runs": {}, "changed": ["steps"]}
         assert compare.diff_view("a", "b", tick) == (no_update, no_update)
         assert compare.side_state("a", "a", "b", "", None, tick) == (no_update, no_update)
