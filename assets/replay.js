@@ -127,10 +127,11 @@
 
     // The user opened or closed a scope: the address says which are open, so a reload or a
     // shared link draws the same expansion (play and scrub keep the parameter).
+    // null (another run than the address's was chosen) drops the parameter.
     function opened(value) {
-        if (typeof value !== "string") { return noUpdate(); }
+        if (typeof value !== "string" && value !== null) { return noUpdate(); }
         const params = new URLSearchParams(window.location.search);
-        params.set("open", value);
+        if (value === null) { params.delete("open"); } else { params.set("open", value); }
         const address = window.location.pathname + "?" + params.toString();
         if (window.location.pathname.endsWith("/replay")) {
             window.history.replaceState(window.history.state, "", address);

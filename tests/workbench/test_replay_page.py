@@ -141,7 +141,8 @@ def test_scopes_open_and_close_as_on_the_graph_page_and_go_to_the_address(runs):
     assert replay.draw(runs.run, None, None, None, asked)[0] == ["layer1", "while"]
     assert replay.draw(runs.run, None, None, None, {"run": runs.run, "open": ""})[0] == []
     other = {"run": runs.one_step, "open": "while"}
-    assert replay.draw(runs.run, None, None, None, other)[0] == default
+    assert replay.draw(runs.run, None, None, None, other)[0::5] == (default, None)  # dropped
+    assert replay.draw(runs.run, None, None, None, asked)[5] is replay.no_update
     assert replay.draw(runs.run, replay.CYTO, _tap("while"), {"no": 1})[2].startswith(
         "The expanded scopes must be")
 

@@ -294,11 +294,11 @@ _AS_GRAPH = {CYTO: graph_page.CYTO, COLLAPSE_BUTTON: graph_page.COLLAPSE_BUTTON,
 @answers(_drawn)
 def draw(run: str | None, trigger: str | None = None, tap: Any = None, current: Any = None,
          query: Any = None) -> tuple:
-    """(open groups, elements, message, message style, layout, the address's `open`, what
-    the expansion says): a new run opens the address's groups (else the default expansion);
-    a tap on a closed scope or series opens it and on an open one closes it, and the buttons
-    collapse all or open a level, as on the Graph page, whose handling and drawing (device
-    colours) this reuses. Ticks only restyle the drawing."""
+    """(open groups, elements, message, message style, layout, the address's `open` (None:
+    drop it), what the expansion says): a new run opens the address's groups (else the
+    default expansion); a tap on a closed scope or series opens it and on an open one closes
+    it, and the buttons collapse all or open a level, as on the Graph page, whose handling
+    and drawing (device colours) this reuses. Ticks only restyle the drawing."""
     if not run:
         return _drawn("No readable run in the log directory.")
     run = data.check_name(run)
@@ -314,7 +314,8 @@ def draw(run: str | None, trigger: str | None = None, tap: Any = None, current: 
     else:
         asked = _address_open(run, query)
         opened = sorted(data.hierarchy_default(run) if asked is None else asked)
-        address = no_update
+        # Another run than the address's: its `open` named the other run's scopes.
+        address = no_update if _query(query).get("run") in (None, "", run) else None
     elements, _legend, shown, shown_style, _summary, drawn = graph_page.draw(
         run, opened, DEFAULT_COLOR_MODE, None, [], "")
     return opened, elements, shown, shown_style, drawn, address, told
