@@ -1,7 +1,8 @@
 // The Replay page's browser side (workbench/pages/replay.py): where the play interval,
 // the buttons and the sliders move the position {step, t, carry}; what a position shows on
 // the sliders and in the address (history.replaceState: no navigation, so the page is not
-// rebuilt); and the keys, which press the page's buttons.
+// rebuilt); the open scopes in the address (`open`, which show keeps as it is); and the
+// keys, which press the page's buttons.
 (function () {
     "use strict";
     const noUpdate = () => window.dash_clientside.no_update;
@@ -124,6 +125,20 @@
                 same ? noUpdate() : [bounds.run, position.step], address];
     }
 
+    // The user opened or closed a scope: the address says which are open, so a reload or a
+    // shared link draws the same expansion (play and scrub keep the parameter).
+    // null (another run than the address's was chosen) drops the parameter.
+    function opened(value) {
+        if (typeof value !== "string" && value !== null) { return noUpdate(); }
+        const params = new URLSearchParams(window.location.search);
+        if (value === null) { params.delete("open"); } else { params.set("open", value); }
+        const address = window.location.pathname + "?" + params.toString();
+        if (window.location.pathname.endsWith("/replay")) {
+            window.history.replaceState(window.history.state, "", address);
+        }
+        return address;
+    }
+
     function play(_clicks, position, bounds, playing) {
         const fired = window.dash_clientside.callback_context.triggered.map((t) => t.prop_id);
         let now = Boolean(playing);
@@ -139,7 +154,7 @@
     }
 
     window.dash_clientside = Object.assign({}, window.dash_clientside, {
-        replay: {navigate: navigate, show: show, play: play},
+        replay: {navigate: navigate, show: show, play: play, opened: opened},
     });
 
     const KEYS = {

@@ -1,6 +1,6 @@
 """Replay of a recorded run (pure): which recorded step a requested number lands on, the state
 of a traced step at a playhead time (each node pending, running or done; the Send/Recv
-transfers in flight), the loss curve cut at a step, the alerts up to it, and the cytoscape
+transfers in flight), the loss curve cut where a step ended, the alerts up to it, and the cytoscape
 rules and figure that show them. Times are microseconds since the step began."""
 
 from __future__ import annotations
@@ -311,6 +311,32 @@ def curve_until(steps: np.ndarray, values: np.ndarray, step: int) -> tuple[np.nd
     return steps[keep], values[keep]
 
 
+def step_end_wall(record: StepRecord) -> float:
+    """When a recorded step ended (seconds since the epoch)."""
+    return float(record.wall_start) + max(float(record.duration_us), 0.0) / 1e6
+
+
+def curve_until_wall(steps: np.ndarray, values: np.ndarray, walls: np.ndarray,
+                     until: float) -> tuple[np.ndarray, np.ndarray]:
+    """The points logged by wall time `until`, in step order: what the curve showed when a
+    step ended. A script logs by its own counter (a training step), while Session steps also
+    count initializer and evaluation runs, so a cut by step number runs ahead."""
+    steps, values = np.asarray(steps), np.asarray(values, dtype=np.float64)
+    walls = np.asarray(walls, dtype=np.float64)
+    keep = walls <= until
+    steps, values = steps[keep], values[keep]
+    order = np.argsort(steps, kind="stable")
+    return steps[order], values[order]
+
+
+@dataclass(frozen=True)
+class CurveCut:
+    """Where a replayed step cuts a curve logged with wall times: the step's end, and the
+    first alert step's end (None: no alert, or its step was not recorded)."""
+    until: float
+    alert_until: float | None = None
+
+
 def alerts_until(alerts: Iterable[AlertRecord], step: int) -> list[AlertRecord]:
     """Alerts recorded at steps up to `step`, earliest first."""
     return sorted((a for a in alerts if a.step <= step), key=lambda a: (a.step, a.seq))
@@ -325,13 +351,35 @@ def _vline(x: float, color: str, width: float, dash: str = "solid") -> dict:
             "line": {"color": color, "width": width, "dash": dash}}
 
 
+def _reached_x(steps: np.ndarray, walls: np.ndarray, until: float) -> float | None:
+    """The step of the last point logged by `until` (the first point when none was)."""
+    if not len(steps):
+        return None
+    logged = np.asarray(steps)[np.asarray(walls, dtype=np.float64) <= until]
+    return float(np.max(logged)) if logged.size else float(np.min(steps))
+
+
 def replay_curve_figure(tag: str, steps: np.ndarray, values: np.ndarray, step: int,
-                        alert_step: int | None = None, last_step: int | None = None) -> dict:
+                        alert_step: int | None = None, last_step: int | None = None,
+                        walls: np.ndarray | None = None, cut: CurveCut | None = None) -> dict:
     """The curve grown up to `step` on the axes of the whole run (its points and steps up to
     `last_step`, so it grows in place), a line at the current step and, once reached, a red
-    line at the first alert. A plain figure dict: built each tick, it must be cheap (a
-    go.Figure with shapes takes tens of milliseconds)."""
-    shown_steps, shown_values = curve_until(steps, values, step)
+    line at the first alert. With the points' `walls` and a `cut`, the curve holds what had
+    been logged when the step ended and both lines stand at the last point logged by then
+    (the curve's own numbering); `last_step`, a Session step, then does not widen the axis.
+    A plain figure dict: built each tick, it must be cheap (a go.Figure with shapes takes
+    tens of milliseconds)."""
+    by_wall = walls is not None and cut is not None
+    if by_wall:
+        shown_steps, shown_values = curve_until_wall(steps, values, walls, cut.until)
+        step_x = _reached_x(steps, walls, cut.until)
+        alert_x = None if cut.alert_until is None or cut.alert_until > cut.until else \
+            _reached_x(steps, walls, cut.alert_until)
+        last_step = None
+    else:
+        shown_steps, shown_values = curve_until(steps, values, step)
+        step_x = step
+        alert_x = alert_step if alert_step is not None and alert_step <= step else None
     finite = np.asarray(values, dtype=np.float64)
     finite = finite[np.isfinite(finite)]
     ends = [float(n) for n in (*((np.min(steps), np.max(steps)) if len(steps) else ()),
@@ -344,9 +392,9 @@ def replay_curve_figure(tag: str, steps: np.ndarray, values: np.ndarray, step: i
         low, high = float(finite.min()), float(finite.max())
         pad = (high - low) * 0.05 or 0.5
         yaxis["range"] = [low - pad, high + pad]
-    shapes = [_vline(step, "#555555", 1, "dot")]
-    if alert_step is not None and alert_step <= step:
-        shapes.append(_vline(alert_step, ALERT_COLOR, 2))
+    shapes = [] if step_x is None else [_vline(step_x, "#555555", 1, "dot")]
+    if alert_x is not None:
+        shapes.append(_vline(alert_x, ALERT_COLOR, 2))
     trace = {"type": "scatter", "mode": "lines", "name": tag, "x": shown_steps.tolist(),
              "y": [v if math.isfinite(v) else None for v in shown_values.tolist()],
              "line": {"color": "#1f77b4", "width": 2},

@@ -1,9 +1,11 @@
 """Live follow, without Dash or viz: what the run-status banner says about a run (running,
-finished, stopped unexpectedly), and the cheap fingerprint of what a page shows of a run, so
-a page's refresh can tell whether anything changed since its last poll."""
+finished, stopped unexpectedly), the cheap fingerprint of what a page shows of a run, so
+a page's refresh can tell whether anything changed since its last poll, and the user's zoom
+carried over into a refreshed figure."""
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -15,6 +17,8 @@ LIVE_MS = 2000                 # how often a page polls while a run it shows is 
 MAX_FOLLOWED = 8               # runs one page follows at once (a banner line each)
 MAX_EXCEPTION_CHARS = 300      # of the writer's exception, on the banner
 UNKNOWN = "unknown"            # the banner state of a run that could not be read this poll
+MAX_RANGE_TEXT = 40            # a range end as text: a date on a wall-time axis
+_AXIS = re.compile(r"^[xy]axis\d{0,2}$")
 
 # The parts of a run a page can follow: each cheap (a count or a short list, read through the
 # data module's cache) and JSON-plain, since the fingerprint makes a round trip to the browser.
@@ -107,3 +111,44 @@ def changed(previous: Any, current: dict[str, dict]) -> list[str]:
 def is_running(states: Iterable[str]) -> bool:
     return RUNNING in set(states)
 
+
+
+def _range_end(value: Any) -> bool:
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, (int, float)):
+        return value == value and abs(value) != float("inf")
+    return isinstance(value, str) and 0 < len(value) <= MAX_RANGE_TEXT
+
+
+def _pair(value: Any) -> list | None:
+    if isinstance(value, (list, tuple)) and len(value) == 2 and all(map(_range_end, value)):
+        return list(value)
+    return None
+
+
+def zoomed_axes(zoom: Any) -> dict[str, list]:
+    """Axis -> [low, high] of a plot's zoom as the page's zoom store holds it ({"xaxis":
+    [low, high], ...}, merged in the browser from its relayouts), checked: axes by plotly's
+    names, ends numbers or short text (a date on a wall-time axis)."""
+    if not isinstance(zoom, dict):
+        return {}
+    return {axis: list(ends) for axis, ends in zoom.items()
+            if isinstance(axis, str) and _AXIS.match(axis) and _pair(ends)}
+
+
+def kept_zoom(figure: Any, zoom: Any) -> Any:
+    """The refreshed figure with the user's zoom set on it: plotly's uirevision keeps only
+    what a drag changed, and only while the figure's own ranges stay as they were, so the
+    zoom is stated outright. A go.Figure or a figure dict."""
+    axes = zoomed_axes(zoom)
+    if not axes:
+        return figure
+    update = {axis: {"range": ends, "autorange": False} for axis, ends in axes.items()}
+    if hasattr(figure, "update_layout"):
+        figure.update_layout(update)
+        return figure
+    layout = figure.setdefault("layout", {})
+    for axis, value in update.items():
+        layout[axis] = {**layout.get(axis, {}), **value}
+    return figure

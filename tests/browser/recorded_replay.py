@@ -82,3 +82,27 @@ def _record_alert_run(logdir: Path) -> int:
                 return step
             sess.run_writer.scalar("train/loss", float(value), step)
     raise AssertionError("the alert run made no NaN")
+
+
+def record_training_counter_run(logdir: Path, name: str = "counted", steps: int = 8,
+                                eval_every: int = 3) -> str:
+    """A run whose loss is logged by the script's own training step (from 0), as the demo
+    does, while its Session steps also count the initializer run and an evaluation run every
+    `eval_every` training steps: the two numberings drift apart."""
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.placeholder(tf.float32, [4], name="x")
+        w = tf.Variable(tf.ones([4]), name="w")
+        loss = tf.reduce_sum(tf.square(w * x), name="loss")
+        train = tf.train.GradientDescentOptimizer(0.1).minimize(loss)
+        init = tf.global_variables_initializer()
+    feed = np.linspace(0.5, 1.0, 4).astype(np.float32)
+    with tf.Session(graph=g, config=tf.ConfigProto(trace_every_n_steps=0),
+                    logdir=str(logdir), run_name=name) as sess:
+        sess.run(init)
+        for step in range(steps):
+            _, value = sess.run([train, loss], {x: feed})
+            sess.run_writer.scalar("loss", float(value), step)
+            if step % eval_every == eval_every - 1:
+                sess.run(loss, {x: feed})
+    return name

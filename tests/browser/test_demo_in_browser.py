@@ -84,7 +84,7 @@ FILLED = {
     "Timeline": "#timeline-bars-graph .barlayer .point",
     "Alerts": ".alerts-table .alert-link",
     "Compare": "#compare-diff-table-div table",
-    "Replay": "#replay-curve-graph .scatterlayer .trace",
+    "Replay": "#replay-curve-graph .xaxislayer-above .xtick",  # the first step logged none yet
     "Pruning": "#pruning-sensitivity-graph .scatterlayer .trace",
 }
 

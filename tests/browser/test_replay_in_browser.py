@@ -2,7 +2,9 @@
 advances the step and the address follows; space, arrows, Home and End drive it; a slider
 scrub onto a traced step lights its nodes; reloading an address with a playhead time shows
 the nodes pending, running and done at that time and the transfer in flight on its edge; an
-untraced step offers the nearest traced one; the console stays free of errors."""
+untraced step offers the nearest traced one; a click opens a scope, whose nodes then light
+inside it, and the open scopes stay in the address across steps and a reload; the console
+stays free of errors."""
 
 from __future__ import annotations
 
@@ -132,4 +134,54 @@ def test_replay_plays_scrubs_follows_keys_and_lights_the_graph(dash_duo, runs):
                                              ".data('color');", leaf)
         assert dash_duo.driver.execute_script(_NODE_COLOR, leaf) == _rgb(own)
     assert f"step=2&t={at}" in dash_duo.driver.current_url
+    assert dash_duo.get_logs() == []
+
+
+_TAP = _CY + "cy.getElementById(arguments[0]).emit('tap'); return true;"
+_HAS = _CY + "return cy ? cy.getElementById(arguments[0]).nonempty() : false;"
+
+
+def test_replay_opens_scopes_keeps_them_in_the_address_and_lights_inside(dash_duo, runs):
+    # Half way through step 4's while loop: the loop node runs inside the open scopes, and
+    # the closed "while" lights as a whole.
+    loop = sorted((s for s in _trace(runs, 4).stats if s.node == runs.loop_node),
+                  key=lambda stat: stat.start_us)
+    at = round((loop[1].end_us + loop[2].start_us) / 2)
+    dash_duo.start_server(create_app(runs.logdir))
+    dash_duo.driver.set_window_size(1280, 800)
+    open_page(dash_duo, f"/replay?run={runs.run}&step=4&t={at}")
+    _wait(dash_duo, lambda d: d.execute_script(_HAS, "while"), "the graph was never drawn")
+    _wait(dash_duo, lambda d: d.execute_script(_NODE_COLOR, "while") ==
+          _rgb(replay.RUNNING_COLOR), "the closed loop scope is not lit while it runs")
+
+    dash_duo.driver.execute_script(_TAP, "while")
+    _wait(dash_duo, lambda d: d.execute_script(_HAS, runs.loop_node), "the scope did not open")
+    _wait(dash_duo, lambda d: "open=" in d.current_url and "while" in d.current_url.split(
+        "open=")[1], "the address does not name the open scope")
+    dash_duo.driver.execute_script(_TAP, runs.loop_node)
+    tree = build_hierarchy(open_run(runs.logdir / runs.run).graph())
+    opened = default_expansion(tree) | {"while", runs.loop_node}
+    inside = hierarchy_view(tree, opened).rep[runs.loop_node]
+    _wait(dash_duo, lambda d: d.execute_script(_HAS, inside), "the loop node was not drawn")
+    _wait(dash_duo, lambda d: d.execute_script(_NODE_COLOR, inside) ==
+          _rgb(replay.RUNNING_COLOR), "the loop node inside the open scope is not lit")
+
+    # A scrub and a step keep the expansion, in the drawing and in the address.
+    _press(dash_duo, Keys.ARROW_RIGHT)
+    dash_duo.wait_for_text_to_equal("#replay-step-text", "Step 5 of 6")
+    _wait(dash_duo, lambda d: "step=5" in d.current_url, "the address did not follow")
+    assert dash_duo.driver.execute_script(_HAS, inside)
+    address = dash_duo.driver.current_url
+    assert "open=" in address and "%2F" in address.split("open=")[1]  # while/accumulate
+    _press(dash_duo, Keys.ARROW_LEFT)
+    dash_duo.wait_for_text_to_equal("#replay-step-text", "Step 4 of 6 (traced)")
+    _wait(dash_duo, lambda d: d.execute_script(_NODE_COLOR, inside) != _rgb(
+        replay.PENDING_COLOR), "the loop node is not lit at the end of step 4")
+
+    # The address alone draws the same expansion.
+    dash_duo.driver.get(address)
+    dash_duo.wait_for_text_to_equal("#replay-step-text", "Step 5 of 6")
+    _wait(dash_duo, lambda d: d.execute_script(_HAS, inside), "the reload lost the expansion")
+    assert dash_duo.driver.execute_script(_CY + "return cy.getElementById('while')"
+                                          ".isParent();"), "while is not drawn as a box"
     assert dash_duo.get_logs() == []

@@ -228,3 +228,51 @@ def test_quoted_ids_cannot_break_the_selector():
         "background-color": replay.PENDING_COLOR, "color": "#555555"}}]
     rules = replay.replay_rules({'we"ird': replay.IDLE}, [])
     assert rules[0]["selector"] == 'node[id = "we\\"ird"]'
+
+
+def test_the_curve_is_cut_where_the_step_ended_not_by_step_number(tmp_path):
+    # Logged by the training counter while Session steps also count the initializer and
+    # evaluation runs: each step shows exactly the points logged before it ended.
+    name = recorded_replay.record_training_counter_run(tmp_path)
+    reader = open_run(tmp_path / name)
+    steps, values, walls = reader.scalar_series("loss")
+    by_wall = sorted(zip(walls.tolist(), steps.tolist()))
+    differs = False
+    for record in reader.steps():
+        end = replay.step_end_wall(record)
+        assert end == pytest.approx(record.wall_start + record.duration_us / 1e6)
+        figure = replay.replay_curve_figure("loss", steps, values, record.step,
+                                            walls=walls, cut=replay.CurveCut(end))
+        shown = figure["data"][0]["x"]
+        logged = [step for wall, step in by_wall if wall <= end]
+        assert shown == sorted(logged)
+        if shown:
+            last_wall = walls[steps.tolist().index(shown[-1])]
+            assert last_wall <= end
+            assert figure["layout"]["shapes"][0]["x0"] == shown[-1]
+        later = [wall for wall, _step in by_wall if wall > end]
+        assert all(wall > end for wall in later) and len(shown) + len(later) == len(steps)
+        by_step = replay.replay_curve_figure("loss", steps, values, record.step)
+        differs = differs or by_step["data"][0]["x"] != shown
+    assert differs, "the two numberings should differ in this run"
+    last = reader.steps()[-1]
+    whole = replay.replay_curve_figure("loss", steps, values, last.step, walls=walls,
+                                       cut=replay.CurveCut(replay.step_end_wall(last)))
+    # The last run's own loss is logged after it ended: the curve ends one point short.
+    assert whole["data"][0]["x"] == sorted(steps.tolist())[:-1]
+    assert whole["layout"]["xaxis"]["range"] == [0.0, float(steps.max())]
+
+
+def test_the_alert_line_stands_at_what_was_logged_when_it_fired(runs):
+    reader = open_run(runs.logdir / runs.alert_run)
+    steps, values, walls = reader.scalar_series("train/loss")
+    ends = {record.step: replay.step_end_wall(record) for record in reader.steps()}
+    before = replay.replay_curve_figure(
+        "train/loss", steps, values, runs.alert_step - 1, walls=walls,
+        cut=replay.CurveCut(ends[runs.alert_step - 1], ends[runs.alert_step]))
+    assert len(before["layout"]["shapes"]) == 1                 # not reached yet
+    at = replay.replay_curve_figure(
+        "train/loss", steps, values, runs.alert_step, walls=walls,
+        cut=replay.CurveCut(ends[runs.alert_step], ends[runs.alert_step]))
+    assert at["data"][0]["x"] == [1, 2]
+    assert [shape["x0"] for shape in at["layout"]["shapes"]] == [2.0, 2.0]

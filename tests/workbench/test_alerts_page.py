@@ -34,18 +34,40 @@ def test_the_broken_run_is_chosen_and_its_first_alert_listed(broken, text_of):
     options, chosen = alerts.run_choice(None)
     assert {o["value"] for o in options} == {"broken", "healthy"}
     assert chosen == ["broken"]             # the runs that have alerts
-    table = alerts.alerts_table(chosen)
-    text = text_of(table)
-    assert "loss/Log" in text and "Log" in text and str(failed) in text
-    assert "/graph?run=broken&step=" in str(table) and "node=loss%2FLog" in str(table)
-    assert "/scalars?run=broken&tag=loss&step=" in str(table)
-    assert "NaN or Inf" not in text
+    rows, messages, style, selected = alerts.alerts_table(chosen)
+    assert style == {"display": "block"} and messages == [] and selected == []
+    (row,) = rows
+    (alert,) = data.alerts("broken")        # at its Session step (the initializer counts)
+    assert row["node"] == "loss/Log" and row["op"] == "Log" and row["step"] == alert.step
+    assert row["id"] == alerts.row_id("broken", "loss/Log", alert.kind)
+    assert 'class="alert-link"' in row["open"]
+    assert "/graph?run=broken&amp;step=" in row["open"] and "node=loss%2FLog" in row["open"]
+    assert "/scalars?run=broken&amp;tag=loss&amp;step=" in row["open"]
+    panel = text_of(alerts.details([row["id"]], chosen))
+    assert panel.startswith(f"broken · loss/Log (Log) at step {alert.step}")
+    assert alerts.details([], chosen) == alerts.DETAILS_HINT
+    assert alerts.details(["nope|x|nan"], chosen) == alerts.DETAILS_HINT
 
 
 def test_a_run_without_alerts_says_how_to_get_them(broken, text_of):
-    assert "check_numerics=True" in text_of(alerts.alerts_table(["healthy"]))
-    assert "Choose at least one run" in text_of(alerts.alerts_table([]))
-    assert "Not a run name" in text_of(alerts.alerts_table(["../etc"]))
+    rows, messages, style, _ = alerts.alerts_table(["healthy"])
+    assert rows == [] and style == {"display": "none"}
+    assert "check_numerics=True" in text_of(messages)
+    assert "Choose at least one run" in text_of(alerts.alerts_table([])[1])
+    assert "Not a run name" in text_of(alerts.alerts_table(["../etc"])[1])
+    assert "Not a run name" in text_of(alerts.details(["a|b|c"], ["../etc"]))
+
+
+def test_a_poll_replaces_the_rows_and_the_selection_follows_its_row(broken):
+    rows, *_ = alerts.alerts_table(["broken"])
+    tick = {"runs": {}, "changed": ["alerts"]}
+    # The table's sort, filter and page are not outputs at all; the selection is sent only
+    # when its row moved.
+    got = alerts.alerts_table(["broken"], tick, [rows[0]["id"]], [0])
+    assert got[0] == rows and got[3] is alerts.no_update
+    assert alerts.alerts_table(["broken"], tick, [rows[0]["id"]], [3])[3] == [0]
+    assert alerts.alerts_table(["broken"], tick, ["gone|x|nan"], [0])[3] == []
+    assert alerts.alerts_table(["broken"], None, [rows[0]["id"]], [0])[3] == []   # a new choice
 
 
 def test_the_loss_curve_marks_the_alert_step(broken):

@@ -33,7 +33,7 @@ from workbench.pages import (
     scalars,
     timeline,
 )
-from workbench.pages.common import follow, live_changed, live_ids
+from workbench.pages.common import follow, live_changed, live_ids, zoom_key
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = (graph, placement, scalars, histograms, images, timeline, alerts, compare)
@@ -261,6 +261,10 @@ def test_scalars_and_histograms_draw_the_new_steps(logdir):
         refreshed = scalars.refresh_curves([curve_id], ["live"], ["loss"], 0.0, None, [],
                                            None, state)
         assert len(refreshed[0].data[0].x) == 4 and refreshed[0].layout.uirevision == "loss"
+        zoomed = scalars.refresh_curves([curve_id], ["live"], ["loss"], 0.0, None, [], None,
+                                        state, {zoom_key(curve_id): {"xaxis": [1, 2]}})
+        assert list(zoomed[0].layout.xaxis.range) == [1, 2]     # the zoom, stated
+        assert zoomed[0].layout.xaxis.autorange is False
         assert scalars.tag_choice(["live"], ["loss"], None, state) == (["loss"], no_update)
         ids = [{"type": f"histograms-{kind}-graph", "run": "live", "tag": "w"}
                for kind in ("histogram", "distribution")]
@@ -356,11 +360,37 @@ def test_alerts_placement_and_compare_take_the_poll(logdir, text_of):
         assert len(rows) == len(placements)
         _, _, state = banner(["b"], parts=alerts.LIVE_PARTS)
         assert state["runs"]["b"]["alerts"] == 0
-        assert "No NaN or Inf" in text_of(alerts.alerts_table(["b"], state))
+        assert "No NaN or Inf" in text_of(alerts.alerts_table(["b"], state)[1])
         tick = {"runs": {}, "changed": ["steps"]}
         assert compare.diff_view("a", "b", tick) == (no_update, no_update)
         assert compare.side_state("a", "a", "b", "", None, tick) == (no_update, no_update)
         view, _ = compare.side_state("a", "a", "b", "", None)
         assert view["version"] == record.version
-        curve = compare.curves("a", "b", tick)[0].figure
-        assert curve.layout.uirevision == "loss"
+        # A poll leaves Compare's plots in place and sets their new points with the zoom
+        # their last relayout set; new tags rebuild them.
+        assert compare.curves("a", "b", tick) is no_update
+        graph_id = {"type": compare.CURVE_GRAPH, "tag": "loss"}
+        (curve,) = compare.refresh_curves([graph_id], "a", "b", tick,
+                                          {zoom_key(graph_id): {"xaxis": [0, 3],
+                                                                "yaxis": [0.5, 2]}})
+        assert curve.layout.uirevision == "loss" and list(curve.layout.xaxis.range) == [0, 3]
+        assert list(curve.layout.yaxis.range) == [0.5, 2]
+        assert compare.curves("a", "b", {"runs": {}, "changed": ["tags"]})[0].id == graph_id
+        with pytest.raises(PreventUpdate):
+            compare.refresh_curves([graph_id], "a", "b", {"runs": {}, "changed": ["tags"]})
+
+
+def test_the_zoom_store_is_checked_and_stated_on_a_figure():
+    assert live.zoomed_axes({"xaxis": [1, 5], "yaxis2": [0, 2], "zaxis": [1, 2]}) == {
+        "xaxis": [1, 5], "yaxis2": [0, 2]}
+    assert live.zoomed_axes({"xaxis": ["2026-12-01 10:00", "2026-12-01 11:00"]}) == {
+        "xaxis": ["2026-12-01 10:00", "2026-12-01 11:00"]}        # a wall-time axis
+    for bad in (None, [], {"xaxis": [1]}, {"xaxis": [True, 1]}, {"xaxis": [float("nan"), 1]},
+                {"xaxis": [1, 2, 3]}, {"xaxis": None}, {3: [1, 2]}, {"xaxis": ["x" * 100, 1]},
+                {"xaxis": [None, 1]}):
+        assert live.zoomed_axes(bad) == {}, bad
+    figure = {"layout": {"xaxis": {"title": "step"}}}
+    assert live.kept_zoom(figure, {"xaxis": [1, 2]})["layout"]["xaxis"] == {
+        "title": "step", "range": [1, 2], "autorange": False}
+    assert live.kept_zoom(figure, None) is figure
+    assert zoom_key({"type": "t", "tag": "loss"}) == "tag=loss&type=t"

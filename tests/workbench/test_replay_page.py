@@ -8,8 +8,10 @@ from __future__ import annotations
 import pytest
 import recorded_replay
 
+from engine.record import open_run
 from viz import replay as viz_replay
 from workbench import data
+from workbench.pages import graph as graph_page
 from workbench.pages import replay
 
 
@@ -98,13 +100,73 @@ def test_another_runs_address_and_odd_runs(runs):
 
 
 def test_the_graph_is_drawn_once_with_positions(runs):
-    elements, text, style, layout = replay.draw(runs.run)
-    assert text == "" and style == {"display": "none"}
+    opened, elements, text, style, layout, address, told = replay.draw(runs.run)
+    assert text == "" and style == {"display": "none"} and told == ""
+    assert opened == sorted(data.hierarchy_default(runs.run))
+    assert address is replay.no_update                 # the address is left as it is
     ids = {element["data"]["id"] for element in elements}
     assert "layer1/MatMul" in ids or "layer1" in ids
     assert layout["name"] == "preset" and layout["positions"]
-    assert replay.draw(None)[1] == "No readable run in the log directory."
-    assert replay.draw("nope")[1].startswith("No run named 'nope'")
+    assert replay.draw(None)[2] == "No readable run in the log directory."
+    assert replay.draw("nope")[2].startswith("No run named 'nope'")
+
+
+def _tap(ident: str, kind: str = "scope") -> dict:
+    return {"id": ident, "kind": kind}
+
+
+def _leaf_ids(elements) -> set[str]:
+    return {e["data"]["id"] for e in elements if "leaf" in e.get("classes", "")}
+
+
+def test_scopes_open_and_close_as_on_the_graph_page_and_go_to_the_address(runs):
+    default = sorted(data.hierarchy_default(runs.run))
+    assert "while" not in default
+    opened, elements, *_rest, address, _told = replay.draw(
+        runs.run, replay.CYTO, _tap("while"), default)
+    assert opened == sorted({*default, "while"}) and address == ",".join(opened)
+    assert "while" not in _leaf_ids(elements) and "while/Merge" in _leaf_ids(elements)
+    closed, elements, *_rest, address, _ = replay.draw(runs.run, replay.CYTO, _tap("while"),
+                                                       opened)
+    assert closed == default and "while" in _leaf_ids(elements)
+    assert replay.draw(runs.run, replay.CYTO, _tap("x", "op"), default) == (
+        replay.no_update,) * 7                          # an op: nothing opens
+    assert replay.draw(runs.run, replay.CYTO, _tap("nope"), default)[0] is replay.no_update
+    assert replay.draw(runs.run, replay.COLLAPSE_BUTTON, None, opened)[0::5] == ([], "")
+    deeper = replay.draw(runs.run, replay.EXPAND_BUTTON, None, [])[0]
+    assert deeper and deeper == graph_page.next_state(graph_page.EXPAND_BUTTON, runs.run,
+                                                      None, None, [], "", {})[0]
+    # The address's groups (those of this graph only) on a new run; another run's ignored.
+    asked = {"run": runs.run, "open": "layer1,while,nope"}
+    assert replay.draw(runs.run, None, None, None, asked)[0] == ["layer1", "while"]
+    assert replay.draw(runs.run, None, None, None, {"run": runs.run, "open": ""})[0] == []
+    other = {"run": runs.one_step, "open": "while"}
+    assert replay.draw(runs.run, None, None, None, other)[0::5] == (default, None)  # dropped
+    assert replay.draw(runs.run, None, None, None, asked)[5] is replay.no_update
+    assert replay.draw(runs.run, replay.CYTO, _tap("while"), {"no": 1})[2].startswith(
+        "The expanded scopes must be")
+
+
+def test_the_playhead_lights_nodes_inside_open_scopes_and_closed_ones_as_a_whole(runs):
+    trace = data.step_trace(runs.run, 4)
+    loop = sorted((s for s in trace.stats if s.node == runs.loop_node),
+                  key=lambda stat: stat.start_us)
+    between = (loop[1].end_us + loop[2].start_us) / 2   # the loop is half way through
+    position = {"step": 4, "t": between}
+    default = sorted(data.hierarchy_default(runs.run))
+    opened = sorted({*default, "while", runs.loop_node})
+    inside = data.view(runs.run, frozenset(opened)).rep[runs.loop_node]
+    assert inside != "while" and inside.startswith("while/")
+    sheet = replay.paint(runs.run, position, None, opened)[0]
+    running = [rule for rule in sheet if rule["style"].get("background-color") ==
+               viz_replay.RUNNING_COLOR]
+    assert running and f'node[id = "{inside}"]' in running[0]["selector"]
+    assert 'node[id = "while"]' not in running[0]["selector"]
+    closed = replay.paint(runs.run, position, None, default)[0]
+    running = [rule for rule in closed if rule["style"].get("background-color") ==
+               viz_replay.RUNNING_COLOR]
+    assert running and 'node[id = "while"]' in running[0]["selector"]
+    assert f'node[id = "{inside}"]' not in running[0]["selector"]
 
 
 def test_a_traced_step_lights_nodes_and_the_transfer_in_flight(runs):
@@ -166,20 +228,34 @@ def test_the_curve_and_logs_follow_the_browsers_run_and_step_pair(runs):
     assert replay.shown_step(None, runs.run) == (runs.run, None)
     assert replay.shown_step("junk", runs.run) == (runs.run, None)
     figure = replay._curve_input_first([runs.run, 2], runs.alert_run)
-    assert figure["data"][0]["x"] == [1, 2]
+    assert figure["data"][0]["x"] == [1]       # step 2's own loss is logged after it ran
     assert replay._logs_input_first([{"a": 1}, 2], runs.run)[0].children.startswith(
         "A run name must be text")
 
 
 def test_the_curve_grows_up_to_the_step(runs):
+    # What had been logged when the step ended: the script logs each step's loss after it.
     figure = replay.curve(runs.run, 3)
-    assert figure["data"][0]["x"] == [1, 2, 3]
+    assert figure["data"][0]["x"] == [1, 2]
     assert figure["layout"]["xaxis"]["range"] == [1.0, 6.0]
     alerted = replay.curve(runs.alert_run, runs.alert_step)
-    assert [shape["x0"] for shape in alerted["layout"]["shapes"]] == [runs.alert_step] * 2
+    assert [shape["x0"] for shape in alerted["layout"]["shapes"]] == [runs.alert_step - 1] * 2
+    assert len(replay.curve(runs.alert_run, runs.alert_step - 1)["layout"]["shapes"]) == 1
     bad = replay.curve(runs.run, "abc")
     assert "must be a step number" in bad.layout.annotations[0].text
     assert replay.curve(runs.run, None).layout.annotations[0].text == "No step to show."
+
+
+def test_the_curve_is_cut_by_wall_time_where_the_numberings_differ(tmp_path):
+    name = recorded_replay.record_training_counter_run(tmp_path)
+    data.set_logdir(tmp_path)
+    reader = open_run(tmp_path / name)
+    steps, _values, walls = reader.scalar_series("loss")
+    for record in reader.steps():
+        shown = replay.curve(name, record.step)["data"][0]["x"]
+        end = record.wall_start + record.duration_us / 1e6
+        assert shown == sorted(s for s, w in zip(steps.tolist(), walls.tolist()) if w <= end)
+    data.set_logdir("runs")
 
 
 def test_the_placement_in_force_and_the_alerts_up_to_the_step(runs, text_of):
@@ -201,7 +277,7 @@ def test_the_inspector_gives_start_duration_and_iterations(runs, text_of):
     trace = data.step_trace(runs.run, 4)
     matmul = next(stat for stat in trace.stats if stat.node == "layer1/MatMul")
     middle = (matmul.start_us + matmul.end_us) / 2
-    elements = replay.draw(runs.run)[0]
+    elements = replay.draw(runs.run)[1]
     ident = "layer1/MatMul" if any(e["data"]["id"] == "layer1/MatMul" for e in elements) \
         else "layer1"
     panel = text_of(replay.inspect({"id": ident}, runs.run, {"step": 4, "t": middle}))
@@ -219,7 +295,7 @@ def test_the_inspector_gives_start_duration_and_iterations(runs, text_of):
 
 
 def test_damaged_runs_show_what_is_whole(damaged):
-    assert replay.draw(damaged.missing_graph)[1].startswith("Cannot show this: the run is "
+    assert replay.draw(damaged.missing_graph)[2].startswith("Cannot show this: the run is "
                                                             "damaged")
     assert "damaged" in replay.curve(damaged.bad_scalars, 5).layout.annotations[0].text
     bounds, position, *_ = replay.step_bounds(damaged.bad_scalars, None)

@@ -101,7 +101,8 @@ def test_run_choice_keeps_the_asked_run_or_says_why_not(store):
 
 
 def test_the_figure_has_a_bar_per_execution_and_an_arrow_per_transfer(store):
-    figure, summary = timeline.timeline_view(RUN, 4)
+    figure, summary, drawn, zoom = timeline.timeline_view(RUN, 4)
+    assert drawn == RUN and zoom is None
     trace = data.step_trace(RUN, 4)
     rows = bar_rows(figure)
     assert len(rows) == len(trace.stats)
@@ -115,6 +116,18 @@ def test_the_figure_has_a_bar_per_execution_and_an_arrow_per_transfer(store):
     assert summary.startswith(f"step 4: {len(trace.stats)} op executions on 3 devices, "
                               "3 transfers (36 bytes)")
     assert figure.layout.uirevision == f"{RUN}:4"
+
+
+def test_another_step_of_the_drawn_run_keeps_the_zoom_another_run_forgets_it(store):
+    zoom = {timeline.BARS_GRAPH: {"xaxis": [10.0, 50.0]}}
+    figure, _, drawn, kept = timeline.timeline_view(RUN, 2, zoom, RUN)
+    assert list(figure.layout.xaxis.range) == [10.0, 50.0]
+    assert figure.layout.xaxis.autorange is False and kept is timeline.no_update
+    assert drawn == RUN
+    fresh, _, drawn, forgot = timeline.timeline_view(RUN, 2, zoom, "another-run")
+    assert fresh.layout.xaxis.range != (10.0, 50.0) and forgot is None and drawn == RUN
+    unzoomed, *_ = timeline.timeline_view(RUN, 2, {"other-graph": {"xaxis": [1, 2]}}, RUN)
+    assert unzoomed.layout.xaxis.autorange is not False
 
 
 def test_the_figure_answers_bad_requests_with_a_message(store):

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 import dash
-from dash import Input, Output, State, dcc, html
+from dash import ClientsideFunction, Input, Output, State, dcc, html
 from dash.exceptions import MissingCallbackContextException, PreventUpdate
 
 from engine.record import RunStoreError
@@ -127,9 +127,9 @@ def answers(fallback: Callable[[str], Any]):
 
 
 def live_ids(page: str) -> dict[str, str]:
-    """The ids of a page's banner, poll and fingerprint store."""
+    """The ids of a page's banner, poll, fingerprint store and zoom store (keep_zooms)."""
     return {"banner": f"{page}-live-banner-div", "interval": f"{page}-live-interval",
-            "store": f"{page}-live-store"}
+            "store": f"{page}-live-store", "zoom": f"{page}-live-zoom-store"}
 
 
 def live_follow(page: str, fixed: bool = False) -> html.Div:
@@ -140,7 +140,7 @@ def live_follow(page: str, fixed: bool = False) -> html.Div:
     return html.Div(className="live-follow", children=[
         html.Div(id=own["banner"], className="live-banner" + (" live-fixed" if fixed else "")),
         dcc.Interval(id=own["interval"], interval=live.LIVE_MS, disabled=True),
-        dcc.Store(id=own["store"])])
+        dcc.Store(id=own["store"]), dcc.Store(id=own["zoom"])])
 
 
 def _followed(values) -> list[str]:
@@ -223,3 +223,25 @@ def live_changed(live_state: Any) -> frozenset[str]:
     if not isinstance(live_state, dict) or not isinstance(live_state.get("changed"), list):
         return frozenset(live.PARTS) | {"status", "runs"}
     return frozenset(part for part in live_state["changed"] if isinstance(part, str))
+
+
+def keep_zooms(app: dash.Dash, page: str, graph: Any) -> None:
+    """The page's zoom store follows the zoom each plot of `graph` (an id, or a pattern id
+    with ALL) was given, merged in the browser from every relayout (assets/live.js): its
+    live refresh states it on the new figures (zoom_of, live.kept_zoom)."""
+    app.clientside_callback(
+        ClientsideFunction("live", "zooms"), Output(live_ids(page)["zoom"], "data"),
+        Input(graph, "relayoutData"), State(graph, "id"), State(live_ids(page)["zoom"], "data"),
+        prevent_initial_call=True)
+
+
+def zoom_key(ident: Any) -> str:
+    """The zoom store's key of a graph id (as assets/live.js writes it)."""
+    if isinstance(ident, dict):
+        return "&".join(f"{key}={ident[key]}" for key in sorted(ident))
+    return str(ident)
+
+
+def zoom_of(zooms: Any, ident: Any) -> Any:
+    """The zoom the store holds for one graph (None when none)."""
+    return zooms.get(zoom_key(ident)) if isinstance(zooms, dict) else None

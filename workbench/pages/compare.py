@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import dash
 import dash_cytoscape as cyto
-from dash import Input, Output, State, dcc, html, no_update
+from dash import ALL, Input, Output, State, dcc, html, no_update
+from dash.exceptions import PreventUpdate
 
 from viz.graph_diff import (
     ADDED,
@@ -24,11 +25,12 @@ from viz.graph_diff import (
 from viz.graph_elements import cytoscape_layout, stylesheet
 from viz.hierarchy import OP, reveal
 from viz.scalars import curves_figure
-from workbench import data
+from workbench import data, live
 from workbench.inputs import BadInput, clipped, scope_list, text
 from workbench.pages import graph as graph_page
 from workbench.pages.common import (
     answers,
+    keep_zooms,
     labelled,
     live_changed,
     live_follow,
@@ -41,6 +43,7 @@ from workbench.pages.common import (
     run_choices,
     run_notice,
     run_options,
+    zoom_of,
 )
 from workbench.pages.graph_inspector import INSPECTOR_HINT
 
@@ -55,6 +58,7 @@ A_DROPDOWN = "compare-a-dropdown"
 B_DROPDOWN = "compare-b-dropdown"
 NOTICE_TEXT = "compare-notice-text"
 CURVES_DIV = "compare-curves-div"
+CURVE_GRAPH = "compare-curve-graph"
 CURVES_LOADING = "compare-curves-loading"
 DIFF_SUMMARY = "compare-diff-summary"
 DIFF_TABLE_DIV = "compare-diff-table-div"
@@ -170,8 +174,12 @@ def _runs(a, b) -> tuple[str, str] | None:
 
 
 @answers(lambda problem: [message(problem)])
-def curves(a, b, _live=None) -> list:
-    """One figure per scalar tag both runs logged, the two runs overlaid."""
+def curves(a, b, live_state=None) -> list:
+    """One figure per scalar tag both runs logged, the two runs overlaid. After a poll
+    (`live_state`) the plots stay (refresh_curves sets their new points in place, keeping the
+    user's zoom) unless the runs' tags changed."""
+    if live_state is not None and "tags" not in live_changed(live_state):
+        return no_update
     chosen = _runs(a, b)
     if chosen is None:
         return [message("Choose two runs.")]
@@ -179,14 +187,47 @@ def curves(a, b, _live=None) -> list:
     shared = sorted(set(data.tags(a)) & set(data.tags(b)))
     if not shared:
         return [message(f"{a} and {b} share no scalar tag.")]
+    return [dcc.Graph(id={"type": CURVE_GRAPH, "tag": tag}, figure=_curve_figure(a, b, tag),
+                      config={"displaylogo": False}) for tag in shared]
+
+
+def _curve_figure(a: str, b: str, tag: str):
+    figure = curves_figure({run: data.curve(run, tag, SMOOTHING) for run in (a, b)}, tag,
+                           height=320)
+    figure.update_layout(uirevision=tag)      # a drag's zoom stays across refreshes
+    return figure
+
+
+def _unchanged(_problem: str = ""):
+    """A wildcard output takes a list or nothing: no update is PreventUpdate there."""
+    raise PreventUpdate
+
+
+@answers(_unchanged)
+def refresh_curves(graph_ids, a, b, live_state=None, zooms=None) -> list:
+    """After a poll (`live_state`) that saw new steps: each drawn curve's figure with the new
+    points, set on its plot in place, with the user's zoom (`zooms`, the page's zoom store)
+    stated on it. New tags rebuild the plots instead (curves)."""
+    changed = live_changed(live_state)
+    if live_state is None or "tags" in changed or not isinstance(graph_ids, list) or (
+            not graph_ids):
+        _unchanged()
+    chosen = _runs(a, b)
+    if chosen is None:
+        _unchanged()
+    shared = set(data.tags(chosen[0])) & set(data.tags(chosen[1]))
     figures = []
-    for tag in shared:
-        figure = curves_figure({run: data.curve(run, tag, SMOOTHING) for run in (a, b)}, tag,
-                               height=320)
-        figure.update_layout(uirevision=tag)      # a live refresh keeps the user's zoom
-        figures.append(dcc.Graph(id={"type": "compare-curve-graph", "tag": tag}, figure=figure,
-                                 config={"displaylogo": False}))
+    for ident in graph_ids:
+        tag = ident.get("tag") if isinstance(ident, dict) else None
+        figures.append(live.kept_zoom(_curve_figure(*chosen, tag), zoom_of(zooms, ident))
+                       if tag in shared
+                       else no_update)
     return figures
+
+
+def _refresh_input_last(graph_ids, a, b, live_state, zooms):
+    return polled(lambda *got: refresh_curves(*got, zooms), LIVE["store"])(
+        graph_ids, a, b, live_state)
 
 
 def _diff(a: str, b: str):
@@ -374,7 +415,13 @@ def register_callbacks(app: dash.Dash) -> None:
                  Output(B_DROPDOWN, "options"), Output(B_DROPDOWN, "value"),
                  Output(NOTICE_TEXT, "children"), Input(QUERY_STORE, "data"))(run_choice)
     app.callback(Output(CURVES_DIV, "children"), Input(A_DROPDOWN, "value"),
-                 Input(B_DROPDOWN, "value"), Input(LIVE["store"], "data"))(curves)
+                 Input(B_DROPDOWN, "value"), Input(LIVE["store"], "data"))(
+        polled(curves, LIVE["store"]))
+    app.callback(Output({"type": CURVE_GRAPH, "tag": ALL}, "figure"),
+                 State({"type": CURVE_GRAPH, "tag": ALL}, "id"), State(A_DROPDOWN, "value"),
+                 State(B_DROPDOWN, "value"), Input(LIVE["store"], "data"),
+                 State(LIVE["zoom"], "data"), prevent_initial_call=True)(_refresh_input_last)
+    keep_zooms(app, "compare", {"type": CURVE_GRAPH, "tag": ALL})
     app.callback(Output(DIFF_SUMMARY, "children"), Output(DIFF_TABLE_DIV, "children"),
                  Input(A_DROPDOWN, "value"), Input(B_DROPDOWN, "value"),
                  Input(LIVE["store"], "data"))(polled(diff_view, LIVE["store"]))

@@ -1,7 +1,9 @@
-"""Replay page (`/replay?run=NAME&step=N&t=US`): scrub or play through a run's recorded steps.
-The loss curve grows, the placement log and alerts in force follow, and on a traced step the
-graph's nodes light up in execution order while a playhead moves through the step, Send/Recv
-transfers highlighted on their edges while in flight. Play, speed, keys and the address are
+"""Replay page (`/replay?run=NAME&step=N&t=US&open=SCOPE,SCOPE`): scrub or play through a run's
+recorded steps. The loss curve grows, the placement log and alerts in force follow, and on a
+traced step the graph's nodes light up in execution order while a playhead moves through the
+step, Send/Recv transfers highlighted on their edges while in flight. Scopes open and close
+on a click as on the Graph page (its expansion handling), and the open ones stay in the
+address. Play, speed, keys and the address are
 handled in the browser (assets/replay.js); the server answers what a (step, time) shows."""
 
 from __future__ import annotations
@@ -16,17 +18,16 @@ from plotly.graph_objects import Figure
 from viz import replay
 from viz.graph_elements import (
     DEFAULT_COLOR_MODE,
-    NO_STEP,
     cytoscape_layout,
     format_bytes,
     format_us,
-    graph_elements,
     stylesheet,
 )
 from viz.hierarchy import OP
 from viz.message import message_figure
 from workbench import data
-from workbench.inputs import MAX_TEXT, BadInput, clipped, step_number
+from workbench.inputs import MAX_TEXT, BadInput, clipped, scope_list, step_number, text
+from workbench.pages import graph as graph_page
 from workbench.pages.common import (
     answers,
     choose_run,
@@ -52,6 +53,12 @@ STEP_STORE = "replay-step-store"       # [run, step] the curve and logs show
 PLAYING_STORE = "replay-playing-store"
 URL_STORE = "replay-url-store"
 NEAREST_STORE = "replay-nearest-store"
+EXPANDED_STORE = "replay-expanded-store"   # the open scopes and series, sorted
+OPEN_STORE = "replay-open-store"           # the address's `open` after the user's change
+OPEN_URL_STORE = "replay-open-url-store"
+COLLAPSE_BUTTON = "replay-collapse-button"
+EXPAND_BUTTON = "replay-expand-button"
+EXPAND_TEXT = "replay-expand-text"
 RUN_DROPDOWN = "replay-run-dropdown"
 LIVE = live_ids("replay")
 LIVE_PARTS = ("steps", "traced", "alerts")
@@ -89,16 +96,17 @@ _HIDDEN = {"display": "none"}
 
 
 def layout(run: str | None = None, step: str | None = None, t: str | None = None,
-           **_query) -> html.Div:
+           open: str | None = None, **_query) -> html.Div:  # noqa: A002 -- the address's name
     return html.Div([
         page_header("Replay", "Scrub or play through the run's steps. On a traced step the "
                               "graph lights up in execution order: grey not yet, yellow "
                               "running, device colour done; magenta edges are transfers "
                               "in flight. Keys: space play/pause, ←/→ step, Home/End."),
-        dcc.Store(id=QUERY_STORE, data={"run": run, "step": step, "t": t}),
+        dcc.Store(id=QUERY_STORE, data={"run": run, "step": step, "t": t, "open": open}),
         dcc.Store(id=BOUNDS_STORE), dcc.Store(id=POSITION_STORE), dcc.Store(id=STEP_STORE),
         dcc.Store(id=PLAYING_STORE, data=False), dcc.Store(id=URL_STORE),
-        dcc.Store(id=NEAREST_STORE),
+        dcc.Store(id=NEAREST_STORE), dcc.Store(id=EXPANDED_STORE), dcc.Store(id=OPEN_STORE),
+        dcc.Store(id=OPEN_URL_STORE),
         dcc.Interval(id=PLAY_INTERVAL, interval=TICK_MS, disabled=True),
         html.Div(className="controls replay-controls", children=[
             labelled("Run", dcc.Dropdown(id=RUN_DROPDOWN, clearable=False)),
@@ -109,6 +117,8 @@ def layout(run: str | None = None, step: str | None = None, t: str | None = None
                             title="play / pause (space)"),
                 html.Button("▶", id=NEXT_BUTTON, className="button", title="next (→)"),
                 html.Button("▶|", id=LAST_BUTTON, className="button", title="last (End)")]),
+            html.Button("Collapse all", id=COLLAPSE_BUTTON, className="button"),
+            html.Button("Expand a level", id=EXPAND_BUTTON, className="button"),
             labelled("Speed", dcc.Dropdown(
                 id=SPEED_DROPDOWN, clearable=False, value=1, searchable=False,
                 options=[{"label": f"{speed:g}x", "value": speed} for speed in SPEEDS])),
@@ -128,7 +138,8 @@ def layout(run: str | None = None, step: str | None = None, t: str | None = None
             html.Span(id=STEP_TEXT, className="replay-step-text"), " ",
             html.Span(id=TRACE_TEXT, className="notice-inline"), " ",
             html.Button(id=NEAREST_BUTTON, className="button", style=_HIDDEN), " ",
-            html.Span(id=STATUS_TEXT, className="muted")]),
+            html.Span(id=STATUS_TEXT, className="muted"), " ",
+            html.Span(id=EXPAND_TEXT, className="muted")]),
         html.Div(className="replay-layout", children=[
             html.Div(className="graph-canvas replay-canvas", children=[
                 html.P("Loading graph…", id=GRAPH_MESSAGE, className="message graph-message"),
@@ -252,28 +263,62 @@ def step_bounds(run: str | None, query: Any, live: Any = None) -> tuple:
 
 
 def _drawn(problem: str) -> tuple:
-    return [], problem, {"display": "block"}, cytoscape_layout()
+    return no_update, [], problem, {"display": "block"}, cytoscape_layout(), no_update, ""
+
+
+def expansion(run: str, expanded: Any) -> frozenset[str]:
+    """The open groups the page keeps, those of the run's graph only (None before the first
+    drawing: the default expansion)."""
+    if expanded is None:
+        return data.hierarchy_default(run)
+    return frozenset(frozenset(scope_list(expanded) or ()) & data.hierarchy(run).groups.keys())
+
+
+def _address_open(run: str, query: Any) -> frozenset[str] | None:
+    """The groups the address opens (`open=a,b`) when it names this run (or none); None when
+    it says nothing."""
+    query = _query(query)
+    opened = query.get("open")
+    if query.get("run") not in (None, "", run) or opened is None:
+        return None
+    names = [name for name in text(opened, "the open scopes in the address").split(",")
+             if name]
+    return frozenset(names) & data.hierarchy(run).groups.keys()
+
+
+# What the Graph page's expansion handling (graph_page.next_state) takes each control for.
+_AS_GRAPH = {CYTO: graph_page.CYTO, COLLAPSE_BUTTON: graph_page.COLLAPSE_BUTTON,
+             EXPAND_BUTTON: graph_page.EXPAND_BUTTON}
 
 
 @answers(_drawn)
-def draw(run: str | None) -> tuple:
-    """(elements, message, message style, layout): the run's graph at its default expansion,
-    coloured by assigned device, drawn once per run; ticks only restyle it."""
+def draw(run: str | None, trigger: str | None = None, tap: Any = None, current: Any = None,
+         query: Any = None) -> tuple:
+    """(open groups, elements, message, message style, layout, the address's `open` (None:
+    drop it), what the expansion says): a new run opens the address's groups (else the
+    default expansion); a tap on a closed scope or series opens it and on an open one closes
+    it, and the buttons collapse all or open a level, as on the Graph page, whose handling
+    and drawing (device colours) this reuses. Ticks only restyle the drawing."""
     if not run:
         return _drawn("No readable run in the log directory.")
     run = data.check_name(run)
-    record = data.graph(run)
-    if record is None:
+    if data.graph(run) is None:
         return _drawn(f"Run {run} recorded no graph.")
-    view = data.view(run, data.hierarchy_default(run))
-
-    def build():
-        return graph_elements(view, record, data.placements(run, record.version),
-                              DEFAULT_COLOR_MODE, NO_STEP, False, (), data.devices(run))
-    elements, _legend = data.graph_elements_for(run, view.expanded, DEFAULT_COLOR_MODE, None,
-                                                False, build)
-    positions = {e["data"]["id"]: e["position"] for e in elements if "position" in e}
-    return elements, "", _HIDDEN, {**cytoscape_layout(), "positions": positions}
+    told = ""
+    if trigger in _AS_GRAPH:
+        opened, _selected, told = graph_page.next_state(
+            _AS_GRAPH[trigger], run, tap, None, sorted(expansion(run, current)), "", {})
+        if opened is no_update:
+            return (no_update,) * 7
+        address = ",".join(opened)
+    else:
+        asked = _address_open(run, query)
+        opened = sorted(data.hierarchy_default(run) if asked is None else asked)
+        # Another run than the address's: its `open` named the other run's scopes.
+        address = no_update if _query(query).get("run") in (None, "", run) else None
+    elements, _legend, shown, shown_style, _summary, drawn = graph_page.draw(
+        run, opened, DEFAULT_COLOR_MODE, None, [], "")
+    return opened, elements, shown, shown_style, drawn, address, told
 
 
 def state_at(run: str, step: int, at_us: float | None) -> replay.StepState:
@@ -310,10 +355,11 @@ def _painted(problem: str) -> tuple:
 
 
 @answers(_painted)
-def paint(run: str | None, position: Any, bounds: Any) -> tuple:
+def paint(run: str | None, position: Any, bounds: Any, expanded: Any = None) -> tuple:
     """(stylesheet, step text, trace text, nearest-button style, status, nearest step) for
-    the position: a traced step's nodes and transfers at the playhead; an untraced step says
-    so and offers the nearest traced one."""
+    the position: a traced step's nodes and transfers at the playhead on the drawing of the
+    `expanded` groups (a node in an open scope lit itself, a closed scope or series while
+    any member runs); an untraced step says so and offers the nearest traced one."""
     step, at = _position(position)
     if not run or step is None:
         return stylesheet(), "", "", _HIDDEN, "", None
@@ -330,7 +376,7 @@ def paint(run: str | None, position: Any, bounds: Any) -> tuple:
     record = data.graph(run)
     if record is None:
         return stylesheet(), step_text, "", _HIDDEN, _status(state), None
-    view = data.view(run, data.hierarchy_default(run))
+    view = data.view(run, expansion(run, expanded))
     leaves = replay.leaf_states(state, view.rep)
     edge_ids = [f"{edge.src}->{edge.dst}" for edge in view.edges]
     flying = replay.flight_edge_ids(state, view.rep, edge_ids)
@@ -347,7 +393,9 @@ def nearest_label(near: Any) -> str:
 
 @answers(lambda problem: message_figure(problem, 240))
 def curve(run: str | None, step: Any) -> Figure | dict:
-    """The run's loss curve (its first tag naming loss, else its first tag) up to the step."""
+    """The run's loss curve (its first tag naming loss, else its first tag) as logged when the
+    step ended: points are cut by wall time, since a script's own step counter (a training
+    step) and Session steps (which also count initializer and evaluation runs) differ."""
     step = step_number(step)
     if not run or step is None:
         return message_figure("No step to show.", 240)
@@ -355,11 +403,25 @@ def curve(run: str | None, step: Any) -> Figure | dict:
     tag = replay.curve_tag(data.tags(run))
     if tag is None:
         return message_figure(f"Run {run} recorded no scalars.", 240)
-    steps, values = data.scalars(run, tag)
-    numbers = replay.step_numbers(data.steps(run))
-    return replay.replay_curve_figure(tag, steps, values, step,
-                                      replay.first_alert_step(data.alerts(run)),
-                                      numbers[-1] if numbers else None)
+    steps, values, walls = data.scalar_series(run, tag)
+    records = data.steps(run)
+    numbers = replay.step_numbers(records)
+    alert = replay.first_alert_step(data.alerts(run))
+    cut = _curve_cut(records, step, alert)
+    return replay.replay_curve_figure(tag, steps, values, step, alert,
+                                      numbers[-1] if numbers else None,
+                                      walls if cut is not None else None, cut)
+
+
+def _curve_cut(records: list, step: int, alert: int | None) -> replay.CurveCut | None:
+    """Where the step (and the first alert's step) ended; None when the step was not
+    recorded (the curve is then cut by step number)."""
+    record = replay.step_record(records, step)
+    if record is None:
+        return None
+    alerted = None if alert is None else replay.step_record(records, alert)
+    return replay.CurveCut(replay.step_end_wall(record),
+                           None if alerted is None else replay.step_end_wall(alerted))
 
 
 def _placement_table(run: str, step: int) -> html.Div:
@@ -411,7 +473,7 @@ def _tapped(value: Any) -> str | None:
 
 
 @answers(message)
-def inspect(tap: Any, run: str | None, position: Any):
+def inspect(tap: Any, run: str | None, position: Any, expanded: Any = None):
     """When the tapped node (or the nodes a collapsed one stands for) ran in this step."""
     ident = _tapped(tap)
     step, at = _position(position)
@@ -420,7 +482,7 @@ def inspect(tap: Any, run: str | None, position: Any):
     run = data.check_name(run)
     if data.graph(run) is None:
         return INSPECTOR_HINT
-    view = data.view(run, data.hierarchy_default(run))
+    view = data.view(run, expansion(run, expanded))
     names = sorted(name for name, leaf in view.rep.items() if leaf == ident) or sorted(
         name for name in view.rep if name.startswith(ident + "/"))    # an open scope's box
     if not names:
@@ -455,14 +517,19 @@ def register_callbacks(app: dash.Dash) -> None:
                  Output(STEP_SLIDER, "marks"), Input(RUN_DROPDOWN, "value"),
                  State(QUERY_STORE, "data"), Input(LIVE["store"], "data"),
                  prevent_initial_call=True)(polled(step_bounds, LIVE["store"]))
-    app.callback(Output(CYTO, "elements"), Output(GRAPH_MESSAGE, "children"),
-                 Output(GRAPH_MESSAGE, "style"), Output(CYTO, "layout"),
-                 Input(RUN_DROPDOWN, "value"))(draw)
+    app.callback(Output(EXPANDED_STORE, "data"), Output(CYTO, "elements"),
+                 Output(GRAPH_MESSAGE, "children"), Output(GRAPH_MESSAGE, "style"),
+                 Output(CYTO, "layout"), Output(OPEN_STORE, "data"),
+                 Output(EXPAND_TEXT, "children"), Input(RUN_DROPDOWN, "value"),
+                 Input(CYTO, "tapNodeData"), Input(COLLAPSE_BUTTON, "n_clicks"),
+                 Input(EXPAND_BUTTON, "n_clicks"), State(EXPANDED_STORE, "data"),
+                 State(QUERY_STORE, "data"))(_draw_input)
     app.callback(Output(CYTO, "stylesheet"), Output(STEP_TEXT, "children"),
                  Output(TRACE_TEXT, "children"), Output(NEAREST_BUTTON, "style"),
                  Output(STATUS_TEXT, "children"), Output(NEAREST_STORE, "data"),
-                 Input(POSITION_STORE, "data"), State(RUN_DROPDOWN, "value"),
-                 State(BOUNDS_STORE, "data"))(_paint_input_first)
+                 Input(POSITION_STORE, "data"), Input(EXPANDED_STORE, "data"),
+                 State(RUN_DROPDOWN, "value"), State(BOUNDS_STORE, "data"))(
+        _paint_input_first)
     app.callback(Output(NEAREST_BUTTON, "children"), Input(NEAREST_STORE, "data"))(
         nearest_label)
     app.callback(Output(CURVE_GRAPH, "figure"), Input(STEP_STORE, "data"),
@@ -470,13 +537,21 @@ def register_callbacks(app: dash.Dash) -> None:
     app.callback(Output(PLACEMENT_DIV, "children"), Output(ALERTS_DIV, "children"),
                  Input(STEP_STORE, "data"), State(RUN_DROPDOWN, "value"))(_logs_input_first)
     app.callback(Output(INSPECTOR_DIV, "children"), Input(CYTO, "tapNodeData"),
-                 Input(POSITION_STORE, "data"), State(RUN_DROPDOWN, "value"))(inspect)
+                 Input(POSITION_STORE, "data"), State(RUN_DROPDOWN, "value"),
+                 State(EXPANDED_STORE, "data"))(inspect)
     register_live(app, "replay", (RUN_DROPDOWN,), LIVE_PARTS)
     _register_browser_side(app)
 
 
-def _paint_input_first(position, run, bounds):
-    return paint(run, position, bounds)
+def _draw_input(run, tap, _collapse, _expand, current, query):
+    """The run first: Dash calls this once when a new run is chosen, whatever else woke."""
+    woken = [prop.rpartition(".")[0] for prop in dash.ctx.triggered_prop_ids]
+    trigger = RUN_DROPDOWN if RUN_DROPDOWN in woken or not woken else woken[0]
+    return draw(run, trigger, tap, current, query)
+
+
+def _paint_input_first(position, expanded, run, bounds):
+    return paint(run, position, bounds, expanded)
 
 
 def shown_step(shown: Any, run: Any) -> tuple[Any, Any]:
@@ -514,6 +589,9 @@ def _register_browser_side(app: dash.Dash) -> None:
         Output(STEP_STORE, "data"), Output(URL_STORE, "data"),
         Input(POSITION_STORE, "data"), State(BOUNDS_STORE, "data"),
         State(STEP_STORE, "data"), prevent_initial_call=True)
+    app.clientside_callback(
+        ClientsideFunction("replay", "opened"), Output(OPEN_URL_STORE, "data"),
+        Input(OPEN_STORE, "data"), prevent_initial_call=True)
     app.clientside_callback(
         ClientsideFunction("replay", "play"),
         Output(PLAYING_STORE, "data"), Output(PLAY_INTERVAL, "disabled"),

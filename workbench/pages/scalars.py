@@ -14,10 +14,11 @@ from dash.exceptions import PreventUpdate
 
 from engine.record.schema import RUNNING
 from viz.scalars import STEP, X_AXES, curves_figure, mark_step, series_csv, series_json
-from workbench import data, inputs
+from workbench import data, inputs, live
 from workbench.pages.common import (
     PROBLEMS,
     answers,
+    keep_zooms,
     labelled,
     live_changed,
     live_follow,
@@ -31,6 +32,7 @@ from workbench.pages.common import (
     run_choices,
     run_notice,
     run_options,
+    zoom_of,
 )
 
 PATH = "/scalars"
@@ -259,12 +261,14 @@ def _unchanged(_problem: str = ""):
 
 @answers(_unchanged)
 def refresh_curves(graph_ids, runs, tags, smoothing, x_axis, log_scale, marked_step,
-                   live=None) -> list:
-    """After a poll (`live`): each drawn curve's figure rebuilt with the new points, set on
-    the graph in place, so plotly keeps the user's zoom (a new list of graphs would be new
-    plots). The first fingerprint of finished runs (the page just opened, or other runs
-    were chosen) redraws nothing: the layout or the curves callback drew them already."""
-    if live is None or not isinstance(graph_ids, list) or not graph_ids or _first_of_done(live):
+                   live_state=None, zooms=None) -> list:
+    """After a poll (`live_state`): each drawn curve's figure rebuilt with the new points, set
+    on the graph in place (a new list of graphs would be new plots), with the user's zoom
+    (`zooms`, the page's zoom store) stated on it. The first fingerprint of finished runs (the
+    page just opened, or other runs were chosen) redraws nothing: the layout or the curves
+    callback drew them already."""
+    if (live_state is None or not isinstance(graph_ids, list) or not graph_ids
+            or _first_of_done(live_state)):
         _unchanged()
     runs = [data.check_name(run) for run in inputs.text_list(runs, "the runs")]
     view = _view_options(smoothing, x_axis, log_scale, marked_step)
@@ -274,18 +278,25 @@ def refresh_curves(graph_ids, runs, tags, smoothing, x_axis, log_scale, marked_s
         tag = ident.get("tag") if isinstance(ident, dict) else None
         figure = _tag_figure(tag, runs, *view, problems) if (
             isinstance(tag, str) and tag in inputs.text_list(tags, "the tags")) else None
-        figures.append(dash.no_update if figure is None else figure)
+        figures.append(dash.no_update if figure is None
+                       else live.kept_zoom(figure, zoom_of(zooms, ident)))
     return figures
 
 
-def _first_of_done(live) -> bool:
+def _first_of_done(live_state) -> bool:
     """Whether a live state is the first one for its runs (not a poll's) and none of them
     runs: there is nothing newer than what the page drew from the same store."""
-    found = live.get("runs") if isinstance(live, dict) else None
-    if "runs" not in live_changed(live) or not isinstance(found, dict):
+    found = live_state.get("runs") if isinstance(live_state, dict) else None
+    if "runs" not in live_changed(live_state) or not isinstance(found, dict):
         return False
     return not any(isinstance(run, dict) and run.get("status") == RUNNING
                    for run in found.values())
+
+
+def _refresh_with_zooms(*args):
+    """polled() passes the live store's state when it is the last argument."""
+    *rest, live_state, zooms = args
+    return polled(lambda *got: refresh_curves(*got, zooms), LIVE["store"])(*rest, live_state)
 
 
 def _chosen_series(runs, tags) -> list[tuple]:
@@ -354,8 +365,9 @@ def register_callbacks(app: dash.Dash) -> None:
                  State({"type": CURVE_GRAPH, "tag": ALL}, "id"), State(RUN_DROPDOWN, "value"),
                  State(TAG_DROPDOWN, "value"), State(SMOOTHING_SLIDER, "value"),
                  State(X_AXIS_RADIO, "value"), State(LOG_SCALE_CHECK, "value"),
-                 State(STEP_QUERY_STORE, "data"), Input(LIVE["store"], "data"))(
-        polled(refresh_curves, LIVE["store"]))
+                 State(STEP_QUERY_STORE, "data"), Input(LIVE["store"], "data"),
+                 State(LIVE["zoom"], "data"))(_refresh_with_zooms)
+    keep_zooms(app, "scalars", {"type": CURVE_GRAPH, "tag": ALL})
     app.callback(Output(DOWNLOAD, "data"), Input(CSV_BUTTON, "n_clicks"),
                  State(RUN_DROPDOWN, "value"), State(TAG_DROPDOWN, "value"),
                  prevent_initial_call=True)(download_csv)

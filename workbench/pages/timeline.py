@@ -10,15 +10,15 @@ from urllib.parse import urlencode
 
 import dash
 from dash import Input, Output, State, dcc, html, no_update
-from plotly.graph_objects import Figure
 
 from viz.message import message_figure
 from viz.timeline import OP, chrome_trace, timeline_figure, timeline_summary
-from workbench import data
+from workbench import data, live
 from workbench.inputs import MAX_TEXT, step_number
 from workbench.pages.common import (
     answers,
     choose_run,
+    keep_zooms,
     labelled,
     live_follow,
     live_ids,
@@ -29,6 +29,7 @@ from workbench.pages.common import (
     run_choices,
     run_notice,
     run_options,
+    zoom_of,
 )
 
 PATH = "/timeline"
@@ -50,6 +51,7 @@ NAV_LOCATION = "timeline-nav-location"
 NAV_TEXT = "timeline-nav-text"
 LIVE = live_ids("timeline")
 LIVE_PARTS = ("traced",)
+DRAWN_STORE = "timeline-drawn-store"   # the run the drawn figure is of
 
 
 def layout(run: str | None = None, step: str | None = None, **_query) -> html.Div:
@@ -57,7 +59,7 @@ def layout(run: str | None = None, step: str | None = None, **_query) -> html.Di
         page_header("Timeline", "One traced step: each bar is an op execution on its device's "
                                 "lane, red arrows are Send/Recv transfers. Drag to zoom, "
                                 "click a bar to open its node in the graph."),
-        dcc.Store(id=QUERY_STORE, data={"run": run, "step": step}),
+        dcc.Store(id=QUERY_STORE, data={"run": run, "step": step}), dcc.Store(id=DRAWN_STORE),
         dcc.Location(id=NAV_LOCATION, refresh="callback-nav"),
         dcc.Download(id=DOWNLOAD),
         html.Div(className="controls", children=[
@@ -127,22 +129,40 @@ def _followed(options: list[dict], newest: int, current: Any, shown: Any) -> tup
     return options, newest if follows else no_update, no_update
 
 
-@answers(lambda problem: (message_figure(problem), ""))
-def timeline_view(run: str | None, step: Any) -> tuple[Figure, str]:
-    """(the figure, its summary line) for a run's traced step."""
+def _view_problem(problem: str) -> tuple:
+    return message_figure(problem), "", None, None
+
+
+@answers(_view_problem)
+def timeline_view(run: str | None, step: Any, zoom: Any = None, drawn: Any = None) -> tuple:
+    """(the figure, its summary line, the run drawn, the zoom store) for a run's traced step.
+    Another step of the run `drawn` (the user's, or a poll following the newest traced step)
+    keeps the user's zoom (`zoom`, the page's zoom store): the time axis is the same; another
+    run starts unzoomed and forgets it."""
+    found = _timeline(run, step)
+    if isinstance(found, str):
+        return message_figure(found), "", None, None
+    run, figure, summary = found
+    if drawn != run:
+        return figure, summary, run, None
+    return live.kept_zoom(figure, zoom_of(zoom, BARS_GRAPH)), summary, run, no_update
+
+
+def _timeline(run: str | None, step: Any) -> tuple | str:
+    """(run, figure, summary), or what to say instead."""
     if not run:
-        return message_figure("No readable run in the log directory."), ""
+        return "No readable run in the log directory."
     run = data.check_name(run)
     step = step_number(step)
     if step is None:
-        return message_figure(f"Run {run} has no traced step to draw."), ""
+        return f"Run {run} has no traced step to draw."
     trace = data.step_trace(run, step)
     if not trace.stats:
-        return message_figure(f"Step {step} of {run} recorded no op executions."), ""
+        return f"Step {step} of {run} recorded no op executions."
     figure = timeline_figure(trace)
-    # Same run and step -> same revision: a refresh keeps the user's zoom.
+    # Same run and step -> same revision: a redraw keeps what a drag changed.
     figure.update_layout(uirevision=f"{run}:{step}")
-    return figure, timeline_summary(trace)
+    return run, figure, timeline_summary(trace)
 
 
 @answers(lambda problem: (no_update, problem))
@@ -199,7 +219,11 @@ def register_callbacks(app: dash.Dash) -> None:
                  State(STEP_DROPDOWN, "options"), Input(LIVE["store"], "data"))(
         polled(step_choice, LIVE["store"]))
     app.callback(Output(BARS_GRAPH, "figure"), Output(SUMMARY_TEXT, "children"),
-                 Input(RUN_DROPDOWN, "value"), Input(STEP_DROPDOWN, "value"))(timeline_view)
+                 Output(DRAWN_STORE, "data"), Output(LIVE["zoom"], "data", allow_duplicate=True),
+                 Input(RUN_DROPDOWN, "value"), Input(STEP_DROPDOWN, "value"),
+                 State(LIVE["zoom"], "data"), State(DRAWN_STORE, "data"),
+                 prevent_initial_call="initial_duplicate")(timeline_view)
+    keep_zooms(app, "timeline", BARS_GRAPH)
     app.callback(Output(DOWNLOAD, "data"), Output(DOWNLOAD_TEXT, "children"),
                  Input(DOWNLOAD_BUTTON, "n_clicks"), State(RUN_DROPDOWN, "value"),
                  State(STEP_DROPDOWN, "value"), prevent_initial_call=True)(download_trace)

@@ -1,0 +1,67 @@
+// Live follow's browser side (workbench/pages/common.py keep_zooms): the zoom each plot's
+// relayouts set, merged into the page's zoom store, so that a live refresh states it on the
+// new figure. dcc.Graph's relayoutData holds only the last event, which a resize (autosize)
+// replaces; plotly's uirevision keeps only what a drag changed.
+(function () {
+    "use strict";
+    const AXIS = /^([xy]axis\d{0,2})\.(?:range(?:\[([01])\])?|(autorange))$/;
+
+    // The store's key of a graph: its id, or a pattern id's keys and values, sorted.
+    function keyOf(id) {
+        if (typeof id === "string") { return id; }
+        return Object.keys(id).sort().map((k) => k + "=" + id[k]).join("&");
+    }
+
+    // Dash's element id of a pattern id: its keys sorted, values as JSON.
+    function elementOf(id) {
+        if (typeof id === "string") { return document.getElementById(id); }
+        const text = "{" + Object.keys(id).sort().map(
+            (k) => JSON.stringify(k) + ":" + JSON.stringify(id[k])).join(",") + "}";
+        return document.getElementById(text);
+    }
+
+    // One relayout event merged into a plot's zoom ({axis: [low, high]}): a range sets it,
+    // an autorange (double click, reset) drops it, anything else leaves it.
+    function merged(zoom, relayout) {
+        const next = Object.assign({}, zoom);
+        for (const [key, value] of Object.entries(relayout || {})) {
+            const found = AXIS.exec(key);
+            const nested = /^[xy]axis\d{0,2}$/.test(key) && value && Array.isArray(value.range);
+            if (nested) {
+                next[key] = value.range.slice(0, 2);
+            } else if (found && found[3]) {
+                if (value) { delete next[found[1]]; }
+            } else if (found && found[2] === undefined) {
+                if (Array.isArray(value) && value.length === 2) { next[found[1]] = value.slice(); }
+            } else if (found) {
+                const ends = (next[found[1]] || [null, null]).slice();
+                ends[Number(found[2])] = value;
+                next[found[1]] = ends;
+            }
+        }
+        return next;
+    }
+
+    function zooms(relayouts, ids, kept) {
+        const many = Array.isArray(ids);
+        const idList = many ? ids : [ids];
+        const events = many ? relayouts : [relayouts];
+        const next = {};
+        idList.forEach((id, i) => {
+            const key = keyOf(id);
+            const element = elementOf(id);
+            const plot = element && (element.querySelector(".js-plotly-plot") || element);
+            // A plot drawn anew (its element is new) starts from no zoom.
+            const fresh = plot && !plot.__liveZoomSeen;
+            if (plot) { plot.__liveZoomSeen = true; }
+            const before = fresh || !kept ? {} : (kept[key] || {});
+            const zoom = events[i] ? merged(before, events[i]) : before;
+            if (Object.keys(zoom).length) { next[key] = zoom; }
+        });
+        return next;
+    }
+
+    window.dash_clientside = Object.assign({}, window.dash_clientside, {
+        live: {zooms: zooms},
+    });
+}());
