@@ -182,7 +182,7 @@ def main() -> None:
           f"fbgemm saturates int16 pairs: {fbgemm.pairs_saturate()}; medians of {args.repeat}")
     for sizes in (tuple(int(s) for s in args.sizes.split(",")), DIGITS_SIZES):
         layers = make_mlp(sizes)
-        calibration = np.random.default_rng(99).uniform(0.0, 1.0, size=(512, sizes[0])
+        calibration = np.random.default_rng(99).uniform(0.0, 1.0, size=(2048, sizes[0])
                                                          ).astype(np.float32)
         for batch in (int(b) for b in args.batches.split(",")):
             print_rows(sizes, batch, session_row(layers, sizes, batch, args.repeat,

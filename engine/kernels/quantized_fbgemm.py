@@ -149,12 +149,16 @@ class Product:
         return entry.spread
 
     def _packed_spread(self, entry: _Entry) -> tuple:
+        """(a's column index, packed weights): a zero weight column's partner in a is the
+        column before it again (any value times 0 adds nothing)."""
         index = spread_columns(entry.w_nk)
         padded = torch.cat([entry.w_nk, torch.zeros((entry.w_nk.shape[0], 1),
                                                     dtype=torch.int8)], dim=1)
         w = padded[:, index].contiguous()
-        return index, torch.ops.quantized.linear_prepack(_quantized(w, self.scale_b, 0),
-                                                         self.bias)
+        a_index = index.clone()
+        a_index[index < 0] = index[torch.nonzero(index < 0).reshape(-1) - 1]
+        return a_index, torch.ops.quantized.linear_prepack(_quantized(w, self.scale_b, 0),
+                                                           self.bias)
 
     def run(self, a: torch.Tensor, scale_a: float, zero_a: int, scale_out: float,
             zero_out: int, relu: bool) -> torch.Tensor:
@@ -163,8 +167,7 @@ class Product:
         packed = self.entry.packed
         if self.entry.safe_max < U8_MAX and a.numel() and int(a.max()) > self.entry.safe_max:
             index, packed = self._spread()
-            a = torch.cat([a, torch.full((a.shape[0], 1), zero_a, dtype=torch.uint8)],
-                          dim=1)[:, index]
+            a = a.index_select(1, index)
         op = torch.ops.quantized.linear_relu if relu else torch.ops.quantized.linear
         out = op(_quantized(a.contiguous(), scale_a, zero_a), packed, scale_out, zero_out)
         return out.int_repr()

@@ -217,7 +217,8 @@ def test_the_pair_guard_keeps_saturating_products_exact():
     np.testing.assert_array_equal(got, np.rint(exact_product(a, unsafe, 0) / 1024.0))
     if fbgemm.pairs_saturate():
         assert product.entry.safe_max == 129 and product.entry.spread is not None
-        assert product.entry.spread[0].tolist() == [0, -1, 1, -1, 2, 3]
+        assert fbgemm.spread_columns(torch.from_numpy(unsafe)).tolist() == [0, -1, 1, -1, 2, 3]
+        assert product.entry.spread[0].tolist() == [0, 0, 1, 1, 2, 3]     # a's columns
         # Unguarded, this CPU's fbgemm clips the pair to 32767: 32767 / 1024 -> 32, where
         # the exact 255 * 254 / 1024 gives 63.
         raw = torch.ops.quantized.linear(
