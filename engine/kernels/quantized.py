@@ -689,9 +689,9 @@ def requantized_integer(a, b_kn, bias_f, scales: FusedScales, s_out: F32, tout,
     return torch.round(scaled.clamp(0 if relu else low, high)).to(tout.torch_dtype)
 
 
-def _fbgemm_ready(ctx, a, scales: FusedScales) -> bool:
+def _fbgemm_ready(ctx, a, b_kn, scales: FusedScales) -> bool:
     return ctx.device.device_type == "CPU" and a.device.type == "cpu" and fbgemm.usable() \
-        and 0 <= scales.zero_a <= 255 and min(a.shape[0], a.shape[1]) > 0
+        and 0 <= scales.zero_a <= 255 and min(a.shape[0], a.shape[1], b_kn.shape[1]) > 0
 
 
 def requantized_fbgemm(node, a, b, b_kn, bias, bias_f, scales, s_out, tout, relu):
@@ -713,7 +713,7 @@ def _fused_requantize(node, ctx, relu: bool):
         lo, hi = _range(min_freezed), _range(max_freezed)
         s_out = output_scale(node, lo, hi, tout)
         bias_f = float_bias(bias, scales)
-        if _fbgemm_ready(ctx, a_mk, scales):
+        if _fbgemm_ready(ctx, a_mk, b_kn, scales):
             out = requantized_fbgemm(node, a_mk, b, b_kn, bias, bias_f, scales, s_out, tout,
                                      relu)
         else:
@@ -751,7 +751,7 @@ def _fused_int32(node, relu: bool):
         acc = offset_matmul(a_mk, b_kn, scales.zero_a, 0)
         if bias.dtype == torch.int32:
             out = acc + bias
-        else:       # float bias in accumulator units, rounded half to even as fbgemm rounds
+        else:       # bias / acc_scale in accumulator units, rounded half to even as fbgemm does
             low, high = LIMITS[dtypes.qint32]
             total = accumulate(acc, bias.to(torch.float32), scales).to(torch.float64)
             out = torch.round(total.clamp(low, high)).to(torch.int32)

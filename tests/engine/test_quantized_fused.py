@@ -419,3 +419,12 @@ def test_matrices_fed_at_run_time_must_fit(runner):
                                                              r"In\[0\]: \[2, 5\], In\[1\]: "
                                                              r"\[8, 3\]"):
         runner.run(out, {x: np.ones((2, 5), np.uint8)})
+
+
+@covers(*REQUANTIZE_OPS)
+def test_an_empty_batch_gives_an_empty_output(runner):
+    with runner.scope():
+        x = tf.placeholder(tf.quint8, [None, 8])
+        outs = [fused(op_type, a=x).out for op_type in REQUANTIZE_OPS]
+    got = runner.run(outs, {x: np.zeros((0, 8), np.uint8)})
+    assert [g.shape for g in got] == [(0, 3), (0, 3)]
