@@ -436,3 +436,21 @@ def test_an_empty_batch_gives_an_empty_output(runner):
         outs = [fused(op_type, a=x).out for op_type in REQUANTIZE_OPS]
     got = runner.run(outs, {x: np.zeros((0, 8), np.uint8)})
     assert [g.shape for g in got] == [(0, 3), (0, 3)]
+
+
+# -- the rounding helper the quantize kernels share ----------------------------------------
+
+def test_round_half_away_is_exact_on_whole_binades():
+    # Every float32 in [0.25, 0.5), [0.5, 1), [1, 2), [2^22, 2^23), [2^23, 2^24), both signs,
+    # and every half in (-2^22, 2^22), against std::round done in float64.
+    from engine.kernels import quantized as qk
+    for start in (0x3E800000, 0x3F000000, 0x3F800000, 0x4A800000, 0x4B000000):
+        bits = np.arange(start, start + (1 << 23), dtype=np.uint32)
+        values = np.concatenate([bits.view(F32), -bits.view(F32)])
+        got = qk.round_half_away(torch.from_numpy(values)).numpy()
+        np.testing.assert_array_equal(got, ref.round_away(values).astype(F32))
+    halves = np.arange(-2 ** 22, 2 ** 22, dtype=F32) + F32(0.5)
+    np.testing.assert_array_equal(qk.round_half_away(torch.from_numpy(halves)).numpy(),
+                                  ref.round_away(halves).astype(F32))
+    assert qk.round_half_away(torch.tensor([0.49999997, -0.49999997, 2.5, -2.5])).tolist() == \
+        [0.0, -0.0, 3.0, -3.0]
