@@ -81,12 +81,14 @@ def product_range(a_range, b_range, ta, tb, tout) -> tuple[float, float]:
 # for every float32 x: a tie n + 0.5 sums to n + 1 - 2^-25, which rounds up to n + 1, and
 # anything below a tie stays below n + 1 (0.49999997 + 0.49999997 is exact; with plain 0.5
 # that sum would round up to 1). Checked on whole binades in tests/engine.
-JUST_BELOW_HALF = np.nextafter(F32(0.5), F32(0.0))
+JUST_BELOW_HALF = float(np.nextafter(F32(0.5), F32(0.0)))
 
 
 def round_half_away(x: torch.Tensor) -> torch.Tensor:
-    """Eigen's round() on float32 (torch.round breaks ties to even, TF away from zero)."""
-    return torch.trunc(x + torch.copysign(_scalar(JUST_BELOW_HALF, x.device), x))
+    """Eigen's round() on float32 (torch.round breaks ties to even, TF away from zero), as
+    copysign(floor(|x| + 0.49999997), x): the same sums negated, and floor, unlike trunc, is
+    vectorized on the CPU."""
+    return torch.copysign(torch.floor(x.abs() + _scalar(JUST_BELOW_HALF, x.device)), x)
 
 
 def to_integers(x: torch.Tensor, dtype: dtypes.DType) -> torch.Tensor:
@@ -98,7 +100,7 @@ def to_integers(x: torch.Tensor, dtype: dtypes.DType) -> torch.Tensor:
 
 
 def _scalar(value: float, device) -> torch.Tensor:
-    return torch.tensor(value, dtype=torch.float32, device=device)
+    return torch.tensor(float(value), dtype=torch.float32, device=device)
 
 
 def quantize_eigen(x: torch.Tensor, lo: float, hi: float, dtype) -> torch.Tensor:
@@ -109,7 +111,8 @@ def quantize_eigen(x: torch.Tensor, lo: float, hi: float, dtype) -> torch.Tensor
     min_scaled = F32(round_away(float(F32(lo) * scale)))
     lower, upper = max(F32(low), F32(-2.147483648e09)), min(F32(high), F32(2.147483520e09))
     q = round_half_away(x.to(torch.float32) * _scalar(scale, x.device))
-    q = q.sub_(_scalar(F32(min_scaled - F32(low)), x.device)).clamp_(float(lower), float(upper))
+    q = q.sub_(_scalar(F32(min_scaled - F32(low)), x.device)).clamp_(
+        _scalar(lower, x.device), _scalar(upper, x.device))    # tensor bounds: vectorized
     if dtype.size < 4:      # clamped into the type: only NaN is left to cast as x86 does
         return torch.nan_to_num(q, nan=0.0).to(dtype.torch_dtype)   # (INT_MIN: low bits 0)
     return to_integers(q, dtype)

@@ -170,7 +170,14 @@ class Product:
             a = a.index_select(1, index)
         op = torch.ops.quantized.linear_relu if relu else torch.ops.quantized.linear
         out = op(_quantized(a.contiguous(), scale_a, zero_a), packed, scale_out, zero_out)
-        return out.int_repr()
+        return plain_uint8(out)
+
+
+def plain_uint8(q: torch.Tensor) -> torch.Tensor:
+    """A quint8 tensor's values as a plain uint8 tensor on the same storage (int_repr copies,
+    one element at a time: 9x slower at 256x1024)."""
+    return torch.empty(0, dtype=torch.uint8, device=q.device).set_(
+        q.untyped_storage(), q.storage_offset(), q.shape, q.stride())
 
 
 def cached_weight_ids() -> set[int]:

@@ -265,6 +265,16 @@ def test_prepacked_weights_are_reused_and_never_stale():
     assert weight_id not in fbgemm.cached_weight_ids()       # a dead weight's pack is freed
 
 
+def test_the_plain_uint8_view_shares_the_quantized_values():
+    fbgemm_or_skip()
+    values = torch.arange(24, dtype=torch.uint8).reshape(4, 6) * 10
+    q = fbgemm._quantized(values, 0.5, 3)
+    for t in (q, q[1:, 2:]):
+        view = fbgemm.plain_uint8(t)
+        assert view.dtype == torch.uint8 and torch.equal(view, t.int_repr())
+        assert view.untyped_storage().data_ptr() == q.untyped_storage().data_ptr()
+
+
 def test_a_session_packs_a_constant_weight_once():
     fbgemm_or_skip()
     rng = np.random.default_rng(4)
