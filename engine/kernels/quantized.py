@@ -87,8 +87,8 @@ JUST_BELOW_HALF = float(np.nextafter(F32(0.5), F32(0.0)))
 def round_half_away(x: torch.Tensor) -> torch.Tensor:
     """Eigen's round() on float32 (torch.round breaks ties to even, TF away from zero), as
     copysign(floor(|x| + 0.49999997), x): the same sums negated, and floor, unlike trunc, is
-    vectorized on the CPU."""
-    return torch.copysign(torch.floor(x.abs() + _scalar(JUST_BELOW_HALF, x.device)), x)
+    vectorized on the CPU. A new tensor, worked in place."""
+    return x.abs().add_(_scalar(JUST_BELOW_HALF, x.device)).floor_().copysign_(x)
 
 
 def to_integers(x: torch.Tensor, dtype: dtypes.DType) -> torch.Tensor:
@@ -114,7 +114,7 @@ def quantize_eigen(x: torch.Tensor, lo: float, hi: float, dtype) -> torch.Tensor
     q = q.sub_(_scalar(F32(min_scaled - F32(low)), x.device)).clamp_(
         _scalar(lower, x.device), _scalar(upper, x.device))    # tensor bounds: vectorized
     if dtype.size < 4:      # clamped into the type: only NaN is left to cast as x86 does
-        return torch.nan_to_num(q, nan=0.0).to(dtype.torch_dtype)   # (INT_MIN: low bits 0)
+        return q.nan_to_num_(0.0).to(dtype.torch_dtype)     # (INT_MIN, whose low bits are 0)
     return to_integers(q, dtype)
 
 
