@@ -2,7 +2,8 @@
 graph in our Session; the int8 graph (QuantizeV2 -> fused QuantizedMatMulWithBias[AndRelu]
 AndRequantize per layer -> Dequantize, ranges calibrated on a float run, built by hand with
 tf.raw_ops) in our Session, with 8-bit and with 7-bit weights; torch eager float; torch's
-dynamic quantization of the same model (the peer). Ratios above 1: faster than our float.
+dynamic quantization of the same model (the peer). Ratios (of CPU time) above 1: faster than
+our float / than torch's dynamic int8.
 Also the unfused QuantizedMatMul kernel with each exact int8 product backend.
 
 Usage: python bench/bench_quantized.py [--repeat 30] [--sizes 1024,1024,1024,10]
@@ -27,13 +28,25 @@ DIGITS_SIZES = (64, 64, 32, 10)       # sample_graphs' digits MLP: 8x8 pixels, t
 
 
 def median_ms(function, repeat: int) -> float:
-    function()
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
+    return interleaved_medians({"f": function}, repeat)["f"][0]
+
+
+def interleaved_medians(functions: dict, repeat: int) -> dict:
+    """{label: (median wall ms, median CPU ms)}, the functions taking turns each repeat so a
+    shared machine's changing load falls on all of them alike. CPU time (this process, all
+    threads) is what the ratios use: on a loaded machine wall time mostly measures waiting."""
+    for function in functions.values():
         function()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times) * 1e3
+    wall = {label: [] for label in functions}
+    cpu = {label: [] for label in functions}
+    for _ in range(repeat):
+        for label, function in functions.items():
+            start, start_cpu = time.perf_counter(), time.process_time()
+            function()
+            cpu[label].append(time.process_time() - start_cpu)
+            wall[label].append(time.perf_counter() - start)
+    return {label: (statistics.median(wall[label]) * 1e3, statistics.median(cpu[label]) * 1e3)
+            for label in functions}
 
 
 def make_mlp(sizes, seed: int = 0):
@@ -115,25 +128,27 @@ def session_row(layers, sizes, batch: int, repeat: int, calibration) -> dict:
     rng = np.random.default_rng(batch)
     x_val = rng.uniform(0.0, 1.0, size=(batch, sizes[0])).astype(np.float32)
     want = float_forward(layers, x_val)[-1]
-    times, errors = {}, {}
-    builds = [("our float", lambda: float_graph(layers, sizes[0])),
-              ("our int8, 8-bit w", lambda: int8_graph(layers, sizes[0], calibration, 8)),
-              ("our int8, 7-bit w", lambda: int8_graph(layers, sizes[0], calibration, 7))]
-    for label, build in builds:
+    config = tf.ConfigProto(inter_op_parallelism_threads=1, intra_op_parallelism_threads=1)
+    builds = {"our float": lambda: float_graph(layers, sizes[0]),
+              "our int8, 8-bit w": lambda: int8_graph(layers, sizes[0], calibration, 8),
+              "our int8, 7-bit w": lambda: int8_graph(layers, sizes[0], calibration, 7)}
+    functions, errors, sessions = {}, {}, []
+    for label, build in builds.items():
         with tf.Graph().as_default() as g:
             x, out = build()
-            config = tf.ConfigProto(inter_op_parallelism_threads=1,
-                                    intra_op_parallelism_threads=1)
-            with tf.Session(graph=g, config=config) as sess:
-                got = sess.run(out, {x: x_val})
-                times[label] = median_ms(functools.partial(sess.run, out, {x: x_val}), repeat)
-        errors[label] = agreement(got, want)
+        sess = tf.Session(graph=g, config=config)
+        sessions.append(sess)
+        errors[label] = agreement(sess.run(out, {x: x_val}), want)
+        functions[label] = functools.partial(sess.run, out, {x: x_val})
     model, dynamic = torch_models(layers)
     tx = torch.from_numpy(x_val)
     with torch.no_grad():
         for label, module in (("torch float", model), ("torch dynamic int8", dynamic)):
             errors[label] = agreement(module(tx).numpy(), want)
-            times[label] = median_ms(functools.partial(module, tx), repeat)
+            functions[label] = functools.partial(module, tx)
+        times = interleaved_medians(functions, repeat)
+    for sess in sessions:
+        sess.close()
     return {"times": times, "errors": errors}
 
 
@@ -146,12 +161,13 @@ def agreement(got: np.ndarray, want: np.ndarray) -> str:
 
 def print_rows(sizes, batch: int, row: dict) -> None:
     times, errors = row["times"], row["errors"]
-    base, peer = times["our float"], times["torch dynamic int8"]
+    base, peer = times["our float"][1], times["torch dynamic int8"][1]
     print(f"\nMLP {'-'.join(map(str, sizes))}, batch {batch}")
-    print(f"  {'':<22}{'ms':>9}{'our float/x':>13}{'torch dyn/x':>13}   max err / argmax")
-    for label, ms in times.items():
-        print(f"  {label:<22}{ms:>9.3f}{base / ms:>12.2f}x{peer / ms:>12.2f}x   "
-              f"{errors[label]}")
+    print(f"  {'':<22}{'wall ms':>9}{'cpu ms':>9}{'our float/x':>13}{'torch dyn/x':>13}"
+          "   max err / argmax")
+    for label, (wall, cpu) in times.items():
+        print(f"  {label:<22}{wall:>9.3f}{cpu:>9.3f}{base / cpu:>12.2f}x{peer / cpu:>12.2f}x"
+              f"   {errors[label]}")
 
 
 def kernel_rows(repeat: int) -> None:
@@ -160,7 +176,7 @@ def kernel_rows(repeat: int) -> None:
     a = torch.from_numpy(rng.integers(0, 256, size=(256, 1024)).astype(np.uint8))
     b = torch.from_numpy(rng.integers(0, 256, size=(1024, 1024)).astype(np.uint8))
     fa, fb = a.to(torch.float32), b.to(torch.float32)
-    float_ms = median_ms(lambda: torch.mm(fa, fb), repeat)
+    float_ms = median_ms(functools.partial(torch.mm, fa, fb), repeat)
     print("\nQuantizedMatMul product 256x1024x1024 (quint8 x quint8 -> qint32), torch float32 "
           f"mm {float_ms:.2f} ms")
     for backend in qk.CPU_INT8_BACKENDS:
@@ -182,7 +198,7 @@ def main() -> None:
           f"fbgemm saturates int16 pairs: {fbgemm.pairs_saturate()}; medians of {args.repeat}")
     for sizes in (tuple(int(s) for s in args.sizes.split(",")), DIGITS_SIZES):
         layers = make_mlp(sizes)
-        calibration = np.random.default_rng(99).uniform(0.0, 1.0, size=(512, sizes[0])
+        calibration = np.random.default_rng(99).uniform(0.0, 1.0, size=(2048, sizes[0])
                                                          ).astype(np.float32)
         for batch in (int(b) for b in args.batches.split(",")):
             print_rows(sizes, batch, session_row(layers, sizes, batch, args.repeat,

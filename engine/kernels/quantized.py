@@ -77,11 +77,18 @@ def product_range(a_range, b_range, ta, tb, tout) -> tuple[float, float]:
 
 # -- tensor conversions (TF: QUANTIZE_WITH_EIGEN, DEQUANTIZE_WITH_EIGEN) -----------------
 
+# The largest float32 below 0.5. trunc(x + copysign(it, x)) is round-half-away-from-zero
+# for every float32 x: a tie n + 0.5 sums to n + 1 - 2^-25, which rounds up to n + 1, and
+# anything below a tie stays below n + 1 (0.49999997 + 0.49999997 is exact; with plain 0.5
+# that sum would round up to 1). Checked on whole binades in tests/engine.
+JUST_BELOW_HALF = float(np.nextafter(F32(0.5), F32(0.0)))
+
+
 def round_half_away(x: torch.Tensor) -> torch.Tensor:
-    """Eigen's round() on float32: torch.round breaks ties to even, TF away from zero."""
-    rounded = torch.round(x)
-    tie = (x - torch.trunc(x)).abs() == 0.5
-    return torch.where(tie, torch.trunc(x) + torch.sign(x), rounded)
+    """Eigen's round() on float32 (torch.round breaks ties to even, TF away from zero), as
+    copysign(floor(|x| + 0.49999997), x): the same sums negated, and floor, unlike trunc, is
+    vectorized on the CPU. A new tensor, worked in place."""
+    return x.abs().add_(_scalar(JUST_BELOW_HALF, x.device)).floor_().copysign_(x)
 
 
 def to_integers(x: torch.Tensor, dtype: dtypes.DType) -> torch.Tensor:
@@ -93,7 +100,7 @@ def to_integers(x: torch.Tensor, dtype: dtypes.DType) -> torch.Tensor:
 
 
 def _scalar(value: float, device) -> torch.Tensor:
-    return torch.tensor(value, dtype=torch.float32, device=device)
+    return torch.tensor(float(value), dtype=torch.float32, device=device)
 
 
 def quantize_eigen(x: torch.Tensor, lo: float, hi: float, dtype) -> torch.Tensor:
@@ -103,11 +110,11 @@ def quantize_eigen(x: torch.Tensor, lo: float, hi: float, dtype) -> torch.Tensor
     scale = F32(0.0) if lo == hi else F32((steps - 1.0) / F32(F32(hi) - F32(lo)))
     min_scaled = F32(round_away(float(F32(lo) * scale)))
     lower, upper = max(F32(low), F32(-2.147483648e09)), min(F32(high), F32(2.147483520e09))
-    q = round_half_away(x.to(torch.float32) * _scalar(scale, x.device)) - \
-        _scalar(F32(min_scaled - F32(low)), x.device)
-    q = q.clamp(float(lower), float(upper))
+    q = round_half_away(x.to(torch.float32) * _scalar(scale, x.device))
+    q = q.sub_(_scalar(F32(min_scaled - F32(low)), x.device)).clamp_(
+        _scalar(lower, x.device), _scalar(upper, x.device))    # tensor bounds: vectorized
     if dtype.size < 4:      # clamped into the type: only NaN is left to cast as x86 does
-        return torch.nan_to_num(q, nan=0.0).to(dtype.torch_dtype)   # (INT_MIN: low bits 0)
+        return q.nan_to_num_(0.0).to(dtype.torch_dtype)     # (INT_MIN, whose low bits are 0)
     return to_integers(q, dtype)
 
 
@@ -689,9 +696,9 @@ def requantized_integer(a, b_kn, bias_f, scales: FusedScales, s_out: F32, tout,
     return torch.round(scaled.clamp(0 if relu else low, high)).to(tout.torch_dtype)
 
 
-def _fbgemm_ready(ctx, a, scales: FusedScales) -> bool:
+def _fbgemm_ready(ctx, a, b_kn, scales: FusedScales) -> bool:
     return ctx.device.device_type == "CPU" and a.device.type == "cpu" and fbgemm.usable() \
-        and 0 <= scales.zero_a <= 255 and min(a.shape[0], a.shape[1]) > 0
+        and 0 <= scales.zero_a <= 255 and min(a.shape[0], a.shape[1], b_kn.shape[1]) > 0
 
 
 def requantized_fbgemm(node, a, b, b_kn, bias, bias_f, scales, s_out, tout, relu):
@@ -713,7 +720,7 @@ def _fused_requantize(node, ctx, relu: bool):
         lo, hi = _range(min_freezed), _range(max_freezed)
         s_out = output_scale(node, lo, hi, tout)
         bias_f = float_bias(bias, scales)
-        if _fbgemm_ready(ctx, a_mk, scales):
+        if _fbgemm_ready(ctx, a_mk, b_kn, scales):
             out = requantized_fbgemm(node, a_mk, b, b_kn, bias, bias_f, scales, s_out, tout,
                                      relu)
         else:
@@ -751,7 +758,7 @@ def _fused_int32(node, relu: bool):
         acc = offset_matmul(a_mk, b_kn, scales.zero_a, 0)
         if bias.dtype == torch.int32:
             out = acc + bias
-        else:       # float bias in accumulator units, rounded half to even as fbgemm rounds
+        else:       # bias / acc_scale in accumulator units, rounded half to even as fbgemm does
             low, high = LIMITS[dtypes.qint32]
             total = accumulate(acc, bias.to(torch.float32), scales).to(torch.float64)
             out = torch.round(total.clamp(low, high)).to(torch.int32)

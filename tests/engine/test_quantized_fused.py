@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import gc
+import pathlib
 import subprocess
 import sys
 import textwrap
@@ -217,7 +218,8 @@ def test_the_pair_guard_keeps_saturating_products_exact():
     np.testing.assert_array_equal(got, np.rint(exact_product(a, unsafe, 0) / 1024.0))
     if fbgemm.pairs_saturate():
         assert product.entry.safe_max == 129 and product.entry.spread is not None
-        assert product.entry.spread[0].tolist() == [0, -1, 1, -1, 2, 3]
+        assert fbgemm.spread_columns(torch.from_numpy(unsafe)).tolist() == [0, -1, 1, -1, 2, 3]
+        assert product.entry.spread[0].tolist() == [0, 0, 1, 1, 2, 3]     # a's columns
         # Unguarded, this CPU's fbgemm clips the pair to 32767: 32767 / 1024 -> 32, where
         # the exact 255 * 254 / 1024 gives 63.
         raw = torch.ops.quantized.linear(
@@ -263,6 +265,16 @@ def test_prepacked_weights_are_reused_and_never_stale():
     assert weight_id not in fbgemm.cached_weight_ids()       # a dead weight's pack is freed
 
 
+def test_the_plain_uint8_view_shares_the_quantized_values():
+    fbgemm_or_skip()
+    values = torch.arange(24, dtype=torch.uint8).reshape(4, 6) * 10
+    q = fbgemm._quantized(values, 0.5, 3)
+    for t in (q, q[1:, 2:]):
+        view = fbgemm.plain_uint8(t)
+        assert view.dtype == torch.uint8 and torch.equal(view, t.int_repr())
+        assert view.untyped_storage().data_ptr() == q.untyped_storage().data_ptr()
+
+
 def test_a_session_packs_a_constant_weight_once():
     fbgemm_or_skip()
     rng = np.random.default_rng(4)
@@ -284,20 +296,27 @@ def test_a_session_packs_a_constant_weight_once():
 
 def test_the_fbgemm_path_prints_no_deprecation_warning():
     # torch 2.13 warns once per process when a quint8/qint8 tensor is first made; the kernel
-    # spends that warning quietly. A fresh process with warnings as errors shows it.
+    # spends that warning quietly. A fresh process shows whether any warning gets out.
     code = textwrap.dedent("""
-        import numpy as np, engine as tf
-        a = tf.constant(np.full((2, 3), 255, np.uint8), dtype=tf.quint8)
-        b = tf.constant(np.full((3, 2), 127, np.int8), dtype=tf.qint8)
-        out = tf.raw_ops.QuantizedMatMulWithBiasAndRequantize(
-            a=a, b=b, bias=[0.0, 0.0], min_a=0.0, max_a=1.0, min_b=-1.0, max_b=1.0,
-            min_freezed_output=0.0, max_freezed_output=4.0).out
-        print(tf.Session().run(out).tolist())
+        import warnings
+        import numpy as np
+        import engine as tf
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            a = tf.constant(np.full((2, 3), 255, np.uint8), dtype=tf.quint8)
+            b = tf.constant(np.full((3, 2), 127, np.int8), dtype=tf.qint8)
+            out = tf.raw_ops.QuantizedMatMulWithBiasAndRequantize(
+                a=a, b=b, bias=[0.0, 0.0], min_a=0.0, max_a=1.0, min_b=-1.0, max_b=1.0,
+                min_freezed_output=0.0, max_freezed_output=4.0).out
+            print(tf.Session().run(out).tolist())
+        print([str(w.message) for w in caught])
     """)
-    done = subprocess.run([sys.executable, "-W", "error", "-c", code], capture_output=True,
-                          text=True, timeout=120)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, cwd=pathlib.Path(__file__).resolve().parents[2])
     assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.strip() == "[[191, 191], [191, 191]]"      # 3.0 in steps of 4/255
+    result, warned = done.stdout.strip().splitlines()
+    assert result == "[[191, 191], [191, 191]]"      # 3.0 in steps of 4/255
+    assert warned == "[]"
 
 
 # -- the qint32 ops ----------------------------------------------------------------------
@@ -418,3 +437,30 @@ def test_matrices_fed_at_run_time_must_fit(runner):
                                                              r"In\[0\]: \[2, 5\], In\[1\]: "
                                                              r"\[8, 3\]"):
         runner.run(out, {x: np.ones((2, 5), np.uint8)})
+
+
+@covers(*REQUANTIZE_OPS)
+def test_an_empty_batch_gives_an_empty_output(runner):
+    with runner.scope():
+        x = tf.placeholder(tf.quint8, [None, 8])
+        outs = [fused(op_type, a=x).out for op_type in REQUANTIZE_OPS]
+    got = runner.run(outs, {x: np.zeros((0, 8), np.uint8)})
+    assert [g.shape for g in got] == [(0, 3), (0, 3)]
+
+
+# -- the rounding helper the quantize kernels share ----------------------------------------
+
+def test_round_half_away_is_exact_on_whole_binades():
+    # Every float32 in [0.25, 0.5), [0.5, 1), [1, 2), [2^22, 2^23), [2^23, 2^24), both signs,
+    # and every half in (-2^22, 2^22), against std::round done in float64.
+    from engine.kernels import quantized as qk
+    for start in (0x3E800000, 0x3F000000, 0x3F800000, 0x4A800000, 0x4B000000):
+        bits = np.arange(start, start + (1 << 23), dtype=np.uint32)
+        values = np.concatenate([bits.view(F32), -bits.view(F32)])
+        got = qk.round_half_away(torch.from_numpy(values)).numpy()
+        np.testing.assert_array_equal(got, ref.round_away(values).astype(F32))
+    halves = np.arange(-2 ** 22, 2 ** 22, dtype=F32) + F32(0.5)
+    np.testing.assert_array_equal(qk.round_half_away(torch.from_numpy(halves)).numpy(),
+                                  ref.round_away(halves).astype(F32))
+    assert qk.round_half_away(torch.tensor([0.49999997, -0.49999997, 2.5, -2.5])).tolist() == \
+        [0.0, -0.0, 3.0, -3.0]
