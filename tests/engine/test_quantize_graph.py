@@ -393,6 +393,22 @@ def test_calibrated_mlp_fuses_each_dense_layer(mlp, data):
 
 
 @needs_fused
+def test_fused_weights_use_seven_bits_with_a_range_that_keeps_each_levels_meaning(mlp, data):
+    """fbgemm on CPUs without VNNI saturates int16 pair sums of 8-bit weights (the kernel then
+    spreads the pairs and loses its speed): the pass stores levels in [-64, 64]."""
+    ranges = calibrate(mlp, {"images": data.train.images[:20]})
+    gd, _ = quantize_graph(mlp, "eightbit", calibration=ranges)
+    by_name = {n.name: n for n in gd.node}
+    kernel = np.asarray(next(n for n in mlp.node if n.name == "dense/kernel").attr["value"])
+    q = np.asarray(by_name["dense/kernel_qint8_const"].attr["value"]).astype(np.int32)
+    top = float(by_name["dense/kernel_max"].attr["value"])
+    assert np.abs(q).max() == 64
+    assert top == pytest.approx(np.abs(kernel).max() * 127 / 64, rel=1e-6)
+    # A level means top / 127 of the float weight, as TF's SCALED qint8 reads it.
+    np.testing.assert_allclose(q * top / 127, kernel, atol=np.abs(kernel).max() / 128 + 1e-7)
+
+
+@needs_fused
 @pytest.mark.parametrize("relu", [True, False], ids=["relu", "no-relu"])
 def test_a_fused_dense_layer_tracks_the_float_layer(relu):
     gd = dense_graph(relu)
