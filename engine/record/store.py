@@ -26,6 +26,9 @@ from engine.record.schema import (
     PartitionRecord,
     PlacementRecord,
     PlanRecord,
+    QuantizationComparisonRecord,
+    QuantizationCostRecord,
+    QuantizationNodeRecord,
     StepRecord,
     TensorSummaryRecord,
     TransferRecord,
@@ -76,6 +79,20 @@ TABLES_BY_VERSION: dict[int, dict[str, tuple[str, ...]]] = {
         "alerts": ("step", "node", "op", "device", "kind", "message", "inputs", "output",
                    "stack"),
     },
+    3: {
+        # skipped: JSON {original node: why}. A node row points at its comparison's seq; its
+        # quantized and shape are JSON lists, its histograms little-endian float64 bytes
+        # (edges and counts of both outputs, then the error's), or NULL and a side file.
+        "quantization_comparisons": ("name", "original_graph_version",
+                                     "quantized_graph_version", "threshold_db", "flagged",
+                                     "num_nodes", "skipped"),
+        "quantization_nodes": ("comparison_seq", "position", "original", "op", "compared",
+                               "quantized", "shape", "mse", "max_abs_error", "sqnr_db",
+                               "cosine", "flagged", "bins", "histograms", "blob"),
+        "quantization_costs": ("model", "variant", "accuracy", "file_bytes", "bytes_ratio",
+                               "batch1_us", "batch256_us", "batch1_speedup",
+                               "batch256_speedup"),
+    },
 }
 TABLES: dict[str, tuple[str, ...]] = {
     table: columns for tables in TABLES_BY_VERSION.values() for table, columns in tables.items()}
@@ -101,6 +118,11 @@ INDEXES_BY_VERSION: dict[int, tuple[str, ...]] = {
         "CREATE INDEX images_by_tag ON images (tag_id, step)",
         "CREATE INDEX tensor_summaries_by_node ON tensor_summaries (node, step)",
         "CREATE INDEX alerts_by_step ON alerts (step)",
+    ),
+    3: (
+        "CREATE INDEX quantization_nodes_by_comparison ON quantization_nodes "
+        "(comparison_seq, position)",
+        "CREATE INDEX quantization_costs_by_model ON quantization_costs (model)",
     ),
 }
 
@@ -461,3 +483,58 @@ def alert_row(seq: int, wall_time: float, r: AlertRecord) -> tuple:
     return (seq, wall_time, r.step, r.node, r.op, r.device, r.kind, r.message,
             to_json([summary_json(i) for i in r.inputs]), to_json(summary_json(r.output)),
             to_json(list(r.stack)))
+
+
+def quantization_rows(run_dir: Path, next_seq: SeqSource, wall_time: float,
+                      record: QuantizationComparisonRecord) -> dict[str, list[tuple]]:
+    """The comparison's row, then one per node pointing at it."""
+    check_record("quantization_comparison", record, QuantizationComparisonRecord)
+    parent = next_seq()
+    rows = [(parent, wall_time, record.name, record.original_graph_version,
+             record.quantized_graph_version, record.threshold_db, record.flagged,
+             len(record.nodes), to_json(dict(record.skipped)))]
+    node_rows = []
+    for node in record.nodes:
+        check_record("quantization_comparison", node, QuantizationNodeRecord)
+        seq = next_seq()
+        data, bins = quantization_histograms(node)
+        blob = None
+        if len(data) > BLOB_THRESHOLD:
+            blob = f"{seq}-quantization"
+            write_blob(run_dir, blob, np.frombuffer(data, dtype="<f8"))
+            data = None
+        node_rows.append((seq, wall_time, parent, node.position, node.original, node.op,
+                          node.compared, to_json(list(node.quantized)),
+                          to_json(list(node.shape)), node.mse, node.max_abs_error,
+                          node.sqnr_db, node.cosine, int(node.flagged), bins, data, blob))
+    return {"quantization_comparisons": rows, "quantization_nodes": node_rows}
+
+
+def quantization_histograms(node: QuantizationNodeRecord) -> tuple[bytes, int]:
+    """(bytes, bins): edges, original counts, quantized counts, error edges, error counts."""
+    bins = len(node.original_counts)
+    parts = (node.edges, node.original_counts, node.quantized_counts, node.error_edges,
+             node.error_counts)
+    expected = (bins + 1, bins, bins, bins + 1, bins)
+    if tuple(len(p) for p in parts) != expected:
+        raise ValueError(f"quantization node {node.original!r}: histograms need {bins + 1} "
+                         f"edges for {bins} counts, got lengths "
+                         f"{tuple(len(p) for p in parts)}")
+    return np.concatenate([np.asarray(p, "<f8") for p in parts]).tobytes(), bins
+
+
+def split_quantization_histograms(values: np.ndarray, bins: int) -> tuple[tuple, ...]:
+    """quantization_histograms' five parts back from their float64 values."""
+    cuts = np.cumsum([bins + 1, bins, bins, bins + 1])
+    return tuple(tuple(part.tolist()) for part in np.split(values, cuts))
+
+
+def quantization_cost_rows(next_seq: SeqSource, wall_time: float,
+                           records: Sequence[QuantizationCostRecord]) -> dict[str, list[tuple]]:
+    rows = []
+    for r in records:
+        check_record("quantization_costs", r, QuantizationCostRecord)
+        rows.append((next_seq(), wall_time, r.model, r.variant, r.accuracy, r.file_bytes,
+                     r.bytes_ratio, r.batch1_us, r.batch256_us, r.batch1_speedup,
+                     r.batch256_speedup))
+    return {"quantization_costs": rows}

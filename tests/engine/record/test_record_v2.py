@@ -102,14 +102,15 @@ def test_a_version_1_run_opens_read_only_with_the_new_tables_empty(tmp_path):
 def test_upgrade_run_adds_the_version_2_tables(tmp_path):
     run = tmp_path / "old"
     make_v1_run(run)
-    assert upgrade_run(run) == SCHEMA_VERSION == 2
+    assert upgrade_run(run) == SCHEMA_VERSION
     conn = sqlite3.connect(run / "run.sqlite")
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     version = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0]
     conn.close()
-    assert {"images", "tensor_summaries", "alerts"} <= tables and json.loads(version) == 2
+    assert {"images", "tensor_summaries", "alerts"} <= tables
+    assert json.loads(version) == SCHEMA_VERSION
     assert RunReader(run).scalars("loss")[1].tolist() == [0.25]
-    assert upgrade_run(run) == 2     # idempotent
+    assert upgrade_run(run) == SCHEMA_VERSION     # idempotent
 
 
 def test_a_new_run_has_schema_version_2(tmp_path):
