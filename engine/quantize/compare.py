@@ -69,8 +69,11 @@ def compare(original: GraphDef, quantized: Any, feeds: Mapping[str, Any],
             skipped[node.name] = reason
             continue
         chosen[node.name] = (members, _representative(quantized_def, members, node_map))
-    original_values = run_graph(original, [f"{name}:0" for name in chosen], checked)
-    quantized_values = run_graph(quantized_def, _fetches(quantized_def, chosen), checked)
+    draws = _shared_draws(original, quantized_def, node_map)
+    original_values = run_graph(original, [f"{name}:0" for name in chosen] + draws, checked)
+    shared = {name: original_values[name] for name in draws}
+    quantized_values = run_graph(quantized_def, _fetches(quantized_def, chosen),
+                                 {**checked, **shared})
     records = []
     position = {n.name: i for i, n in enumerate(order)}
     for name, (members, compared) in chosen.items():
@@ -150,6 +153,22 @@ def _flag(records: list[QuantizationNodeRecord], threshold: float,
     if flagged is not None:
         records = [replace(r, flagged=True) if r.original == flagged else r for r in records]
     return Comparison(tuple(records), threshold, flagged, skipped)
+
+
+def _shared_draws(original: GraphDef, quantized: GraphDef,
+                  node_map: Mapping[str, str]) -> list[str]:
+    """Outputs of the stateful (random) nodes both graphs share: the quantized run is fed the
+    original run's values for them, so a dropout mask or a noise draw is not counted as error."""
+    from engine.ops import registry
+    names = []
+    for node in original.node:
+        plain = all(not d.is_resource and not d.name.endswith("_ref")
+                    for d in node.output_dtypes)
+        if (node.output_dtypes and plain and registry.get_op_def(node.op).stateful
+                and node.op not in ("Placeholder", "PlaceholderWithDefault")
+                and node.name in quantized and node_map.get(node.name) == node.name):
+            names += [f"{node.name}:{i}" for i in range(len(node.output_dtypes))]
+    return names
 
 
 # -- which quantized node stands for an original one ------------------------------------

@@ -217,3 +217,21 @@ def test_compare_accepts_any_pair_that_unpacks_and_refuses_other_graphs():
         qc.compare("graph.json", (quantized, node_map), {"x": X})
     with pytest.raises(KeyError, match="'nope' was not compared"):
         result.node("nope")
+
+
+def noisy_graph():
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.placeholder(tf.float32, [2, 3], name="x")
+        noise = tf.random_uniform([2, 3], name="noise")
+        tf.add(x, noise, name="noisy")
+    return g.as_graph_def()
+
+
+def test_random_draws_are_shared_so_they_count_as_no_error():
+    graph = noisy_graph()
+    identity_map = {n.name: n.name for n in graph.node}
+    result = qc.compare(graph, (graph, identity_map), {"x": X})
+    assert result.node("noisy").sqnr_db == math.inf
+    assert result.node("noise").sqnr_db == math.inf
+    assert result.flagged is None
