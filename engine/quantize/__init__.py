@@ -1,0 +1,20 @@
+"""Quantization: the quantize_graph pass (engine/passes/quantize_graph.py), calibration over
+real samples, and `quantize`, which does both."""
+
+from __future__ import annotations
+
+from engine.graph_def import GraphDef
+from engine.passes.quantize_graph import QuantizeResult, Ranges, quantize_graph
+from engine.quantize.calibration import calibrate
+
+__all__ = ["QuantizeResult", "Ranges", "calibrate", "quantize", "quantize_graph"]
+
+
+def quantize(graph_def: GraphDef, mode: str = "eightbit", calibration_samples: dict | None = None,
+             output_names: list[str] | None = None, batch_size: int = 256) -> QuantizeResult:
+    """Calibrates on `calibration_samples` (placeholder name -> array; eightbit mode only),
+    then rewrites; without samples the eightbit ranges are found at run time."""
+    ranges = None
+    if calibration_samples is not None and mode == "eightbit":
+        ranges = calibrate(graph_def, calibration_samples, batch_size=batch_size)
+    return quantize_graph(graph_def, mode, calibration=ranges, output_names=output_names)
