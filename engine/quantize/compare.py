@@ -23,7 +23,7 @@ from engine.record.schema import QuantizationNodeRecord
 DEFAULT_THRESHOLD_DB = 20.0
 DEFAULT_BINS = 30
 
-# Ops whose outputs 1 and 2 are the float range of a quantized output 0.
+# A quantized op's outputs 1 and 2 are the float range of its quantized output 0.
 _RANGE_OUTPUTS = 3
 
 
@@ -68,23 +68,29 @@ def compare(original: GraphDef, quantized: Any, feeds: Mapping[str, Any],
         if reason:
             skipped[node.name] = reason
             continue
-        chosen[node.name] = (members, _representative(quantized_def, members, node_map))
+        source = _representative(quantized_def, members, node)
+        if source is None:
+            skipped[node.name] = (f"no quantized node standing for it gives a value: "
+                                  f"{', '.join(members)}")
+            continue
+        chosen[node.name] = (members, source)
     draws = _shared_draws(original, quantized_def, node_map)
     original_values = run_graph(original, [f"{name}:0" for name in chosen] + draws, checked)
     shared = {name: original_values[name] for name in draws}
-    quantized_values = run_graph(quantized_def, _fetches(quantized_def, chosen),
+    fetches = [name for _, source in chosen.values() for name in source.fetches()]
+    quantized_values = run_graph(quantized_def, list(dict.fromkeys(fetches)),
                                  {**checked, **shared})
     records = []
     position = {n.name: i for i, n in enumerate(order)}
-    for name, (members, compared) in chosen.items():
+    for name, (members, source) in chosen.items():
         reference = np.asarray(original_values[f"{name}:0"])
-        value = _float_value(quantized_def.by_name(compared), quantized_values)
+        value = _float_value(source, quantized_values)
         if value.shape != reference.shape:
-            skipped[name] = (f"the quantized node {compared!r} gives shape {value.shape}, "
+            skipped[name] = (f"the quantized node {source.node!r} gives shape {value.shape}, "
                              f"the original {reference.shape}")
             continue
-        records.append(node_record(original.by_name(name), compared, members, position[name],
-                                   reference, value, bins))
+        records.append(node_record(original.by_name(name), source.node, members,
+                                   position[name], reference, value, bins))
     return _flag(records, threshold, skipped)
 
 
@@ -183,37 +189,86 @@ def _standing_for(quantized: GraphDef, node_map: Mapping[str, str]) -> dict[str,
     return {source: tuple(names) for source, names in groups.items()}
 
 
+@dataclass(frozen=True)
+class _Source:
+    """Where the quantized graph's value for an original node comes from: a node's output 0,
+    with the tensors holding its range when that output is quantized."""
+    node: str
+    dtype: str = ""            # the quantized dtype's name; "" for a float (or int) output
+    range: tuple[str, str] | None = None
+    mode: str = "MIN_FIRST"
+
+    def fetches(self) -> list[str]:
+        return [f"{self.node}:0", *(self.range or ())]
+
+
+# Which of a quantized op's inputs hold the range of its quantized input at a slot.
+_RANGE_SLOTS = {
+    **{op: {0: (2, 3), 1: (4, 5)}
+       for op in ("QuantizedMatMul", "QuantizedConv2D", "QuantizedBiasAdd")},
+    **{op: {0: (1, 2)} for op in ("Dequantize", "Requantize", "RequantizationRange",
+                                  "QuantizedRelu", "QuantizedRelu6", "QuantizedMaxPool",
+                                  "QuantizedAvgPool", "QuantizeDownAndShrinkRange")},
+    "QuantizedReshape": {0: (2, 3)},
+}
+
+
 def _representative(quantized: GraphDef, members: tuple[str, ...],
-                    node_map: Mapping[str, str]) -> str:
+                    original: NodeDef) -> _Source | None:
     """The member whose output leaves the group (read by a node standing for another original
     node, or by none): the value the quantized graph gives for the original node. Among
-    several, the last in the graph's order that gives a float or a quantized value with its
-    range."""
+    several, the last in the graph's order whose value can be read as floats (a quantized
+    one with its range) and whose static shape agrees with the original's."""
     group = set(members)
-    read_inside = set()
+    readers: dict[str, list[tuple[NodeDef, int]]] = {}
     for node in quantized.node:
-        if node.name in group:
-            for spelling in node.data_inputs():
-                producer = parse_input(spelling)[0]
-                if producer in group and producer != node.name:
-                    read_inside.add(producer)
-    leaving = [m for m in members if m not in read_inside and _has_value(quantized.by_name(m))]
-    candidates = leaving or [m for m in members if _has_value(quantized.by_name(m))]
-    return candidates[-1] if candidates else members[-1]
+        for slot, spelling in enumerate(node.input):
+            producer, index = parse_input(spelling)
+            if index == 0:
+                readers.setdefault(producer, []).append((node, slot))
+    read_inside = {m for m in members
+                   if any(r.name in group and r.name != m for r, _ in readers.get(m, ()))}
+    sources = {m: _source(quantized.by_name(m), readers.get(m, ())) for m in members}
+    readable = [m for m in members if sources[m] is not None]
+    for pool in ([m for m in readable if m not in read_inside], readable):
+        fitting = [m for m in pool if _shapes_agree(quantized.by_name(m), original)]
+        if fitting or pool:
+            return sources[(fitting or pool)[-1]]
+    return None
 
 
-def _has_value(node: NodeDef) -> bool:
+def _source(node: NodeDef, readers: list[tuple[NodeDef, int]]) -> _Source | None:
     if not node.output_dtypes:
-        return False
+        return None
     dtype = node.output_dtypes[0]
-    if dtype.is_quantized:
-        return _has_range(node)
-    return dtype.is_floating or dtype.is_integer
+    if not dtype.is_quantized:
+        return _Source(node.name) if dtype.is_floating or dtype.is_integer else None
+    outputs = node.output_dtypes
+    mode = node.attr.get("mode", "MIN_FIRST")
+    if len(outputs) >= _RANGE_OUTPUTS and all(d.is_floating for d in outputs[1:3]):
+        return _Source(node.name, dtype.name, (f"{node.name}:1", f"{node.name}:2"), mode)
+    for reader, slot in readers:    # a quantized constant: its range is its reader's input
+        slots = _RANGE_SLOTS.get(reader.op, {}).get(slot)
+        if slots is not None and max(slots) < len(reader.input):
+            low, high = (_tensor(reader.input[i]) for i in slots)
+            return _Source(node.name, dtype.name, (low, high), reader.attr.get("mode", mode))
+    return None
 
 
-def _has_range(node: NodeDef) -> bool:
-    dtypes = node.output_dtypes
-    return len(dtypes) >= _RANGE_OUTPUTS and all(d.is_floating for d in dtypes[1:3])
+def _tensor(spelling: str) -> str:
+    name, index = parse_input(spelling)
+    return f"{name}:{index}"
+
+
+def _shapes_agree(node: NodeDef, original: NodeDef) -> bool:
+    def dims(n: NodeDef):
+        shape = n.output_shapes[0] if n.output_shapes else None
+        return None if shape is None or shape.rank is None else shape.as_list()
+    mine, theirs = dims(node), dims(original)
+    if mine is None or theirs is None:
+        return True
+    return len(mine) == len(theirs) and all(
+        a is None or b is None or a == b for a, b in zip(mine, theirs))
 
 
 def _comparable(node: NodeDef) -> str | None:
@@ -223,24 +278,12 @@ def _comparable(node: NodeDef) -> str | None:
     return f"its output is {dtype.name}, not a number"
 
 
-def _fetches(quantized: GraphDef, chosen: dict) -> list[str]:
-    names = []
-    for _, compared in chosen.values():
-        names.append(f"{compared}:0")
-        node = quantized.by_name(compared)
-        if node.output_dtypes[0].is_quantized:
-            names += [f"{compared}:1", f"{compared}:2"]
-    return list(dict.fromkeys(names))
-
-
-def _float_value(node: NodeDef, values: Mapping[str, Any]) -> np.ndarray:
-    raw = np.asarray(values[f"{node.name}:0"])
-    dtype = node.output_dtypes[0]
-    if not dtype.is_quantized:
+def _float_value(source: _Source, values: Mapping[str, Any]) -> np.ndarray:
+    raw = np.asarray(values[f"{source.node}:0"])
+    if source.range is None:
         return raw
-    low, high = float(values[f"{node.name}:1"]), float(values[f"{node.name}:2"])
-    mode = node.attr.get("mode", "MIN_FIRST")
-    return dequantized(raw, low, high, dtype.name, mode)
+    low, high = (float(values[name]) for name in source.range)
+    return dequantized(raw, low, high, source.dtype, source.mode)
 
 
 def dequantized(q: np.ndarray, low: float, high: float, dtype: str,

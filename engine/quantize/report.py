@@ -95,7 +95,8 @@ def cost_rows(model: str, variants: Mapping[str, GraphDef], test_images: np.ndar
 
 
 def cost_variants(graph_def: GraphDef, calibration_images: np.ndarray,
-                  calibration_sizes: Sequence[int] = (10, 1000)) -> dict[str, GraphDef]:
+                  calibration_sizes: Sequence[int] = (10, 1000),
+                  input_name: str = "images") -> dict[str, GraphDef]:
     """float, weights-only, eightbit with run-time ranges and eightbit calibrated on the first
     N calibration images for each N (engine.quantize.quantize)."""
     from engine.quantize import quantize
@@ -105,7 +106,7 @@ def cost_variants(graph_def: GraphDef, calibration_images: np.ndarray,
     for size in calibration_sizes:
         samples = calibration_images[:size]
         variants[calibrated(len(samples))] = _graph(
-            quantize(graph_def, "eightbit", calibration_samples=samples))
+            quantize(graph_def, "eightbit", calibration_samples={input_name: samples}))
     return variants
 
 
@@ -116,7 +117,7 @@ def cost_table(model: str, graph_def: GraphDef, calibration_images: np.ndarray,
                timing: Timing = Timing()) -> list[QuantizationCostRecord]:  # noqa: B008
     """The rows float, weights-only, eightbit (run-time ranges) and eightbit calibrated on
     each of calibration_sizes samples, measured on the held-out images."""
-    variants = cost_variants(graph_def, calibration_images, calibration_sizes)
+    variants = cost_variants(graph_def, calibration_images, calibration_sizes, input_name)
     return cost_rows(model, variants, test_images, test_labels, input_name, output_name,
                      timing=timing)
 

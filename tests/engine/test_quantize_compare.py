@@ -235,3 +235,37 @@ def test_random_draws_are_shared_so_they_count_as_no_error():
     assert result.node("noisy").sqnr_db == math.inf
     assert result.node("noise").sqnr_db == math.inf
     assert result.flagged is None
+
+
+def test_the_digits_mlp_quantized_by_the_pass():
+    """quantize_graph's eightbit MLP: each weight is read from its quint8 constant with the
+    range its QuantizedMatMul reads; the chain stays 8-bit (Requantize -> QuantizedRelu), and
+    calibrated on 100 samples no node falls below the default threshold."""
+    import sys
+    from pathlib import Path
+
+    from engine.graph_io import load_graph_def
+    from engine.quantize import quantize
+    samples = Path(__file__).resolve().parents[2] / "sample_graphs"
+    sys.path.insert(0, str(samples))
+    try:
+        import digits
+    finally:
+        sys.path.remove(str(samples))
+    data = digits.read_data_sets(0)
+    graph_def = load_graph_def(samples / "digits_mlp_frozen.json")
+    result = quantize(graph_def, "eightbit",
+                      calibration_samples={"images": data.train.images[:100]})
+    comparison = qc.compare(graph_def, result, {"images": data.test.images[:32]})
+    kernel = comparison.node("dense/kernel")
+    assert kernel.compared == "dense/kernel_quint8_const"
+    q = result.graph_def
+    want = qc.dequantized(q.by_name("dense/kernel_quint8_const").attr["value"].astype(np.int64),
+                          float(q.by_name("dense/kernel_min").attr["value"]),
+                          float(q.by_name("dense/kernel_max").attr["value"]), "quint8")
+    original_kernel = graph_def.by_name("dense/kernel").attr["value"]
+    assert kernel.mse == pytest.approx(np.mean((want - original_kernel) ** 2), rel=1e-6)
+    assert comparison.node("dense/MatMul").compared == "dense/MatMul_eightbit_requantize"
+    assert comparison.node("dense/Relu").compared == "dense/Relu_eightbit_quantized"
+    assert comparison.flagged is None and comparison.skipped == {}
+    assert comparison.node("probabilities").sqnr_db > qc.DEFAULT_THRESHOLD_DB
