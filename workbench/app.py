@@ -20,6 +20,7 @@ from workbench.pages import (
     histograms,
     images,
     placement,
+    quantization,
     replay,
     runs,
     scalars,
@@ -27,7 +28,7 @@ from workbench.pages import (
 )
 
 PAGES = (runs, graph, placement, scalars, histograms, images, timeline, alerts, compare,
-         replay)
+         replay, quantization)
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
 TITLE = "Workbench"
 NAV_ID = "app-nav-div"

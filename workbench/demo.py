@@ -182,6 +182,41 @@ def train_broken_mlp(logdir: str, run_name: str, steps: int, learning_rate: floa
     return str(path), failed
 
 
+QUANTIZED_CALIBRATION = 100
+SAMPLE_MLP = "digits_mlp_frozen.json"
+
+
+def record_quantized_mlp(logdir: str, run_name: str, seed: int = 0) -> str | None:
+    """The demo's quantized run, for the Quantization page: the sample digits MLP quantized
+    to eightbit calibrated on QUANTIZED_CALIBRATION training images, compared node by node
+    on 256 test images, and its cost table (float, weights-only, eightbit with run-time and
+    calibrated ranges). None when the sample graph is not beside the package."""
+    from pathlib import Path
+
+    from engine.graph_io import load_graph_def
+    from engine.quantize import quantize
+    from engine.quantize.report import Timing, cost_table, record_comparison
+    from engine.record import RunWriter
+    path = Path(__file__).resolve().parent.parent / "sample_graphs" / SAMPLE_MLP
+    if not path.is_file():
+        return None
+    x_train, _, x_test, y_test = load_digits_split(seed)
+    train, test = x_train.reshape(-1, 8, 8, 1), x_test.reshape(-1, 8, 8, 1)
+    graph_def = load_graph_def(path)
+    quantized = quantize(graph_def, "eightbit",
+                         calibration_samples={"images": train[:QUANTIZED_CALIBRATION]})
+    with RunWriter(logdir, run_name, config={
+            "model": "sample digits MLP", "quantized": "eightbit",
+            "calibration_samples": QUANTIZED_CALIBRATION}) as writer:
+        record_comparison(writer, graph_def, quantized, {"images": test[:256]},
+                          name=f"digits_mlp eightbit, calibrated on {QUANTIZED_CALIBRATION}")
+        writer.quantization_costs(cost_table(
+            "digits_mlp", graph_def, train, test, np.argmax(y_test, axis=1),
+            calibration_sizes=(10, QUANTIZED_CALIBRATION, 1000),
+            timing=Timing(repeats=5, warmup=1)))
+        return writer.path
+
+
 def _progress_printer(label: str, stream=sys.stderr):
     started = None
 
@@ -219,4 +254,14 @@ def run_demo(logdir: str = "runs", steps: int = 300, progress: bool = True) -> l
     if progress:
         print(f"  stopped by a NaN/Inf alert at step {failed}; recorded in {path}", flush=True)
     paths.append(path)
+    name = f"mlp-quantized-{stamp}"
+    if progress:
+        print(f"Quantizing the sample digits MLP ({name}): eightbit, calibrated on "
+              f"{QUANTIZED_CALIBRATION} images, compared node by node", flush=True)
+    path = record_quantized_mlp(logdir, name)
+    if progress:
+        print(f"  recorded in {path}" if path else "  skipped: sample_graphs/ is not here",
+              flush=True)
+    if path:
+        paths.append(path)
     return paths

@@ -135,7 +135,7 @@ def record_comparison(writer: Any, original: GraphDef, quantized: Any,
         raise ValueError(f"record_comparison {name!r}: the two graphs need two graph "
                          f"versions, got {graph_versions}")
     result = compare(original, quantized, feeds, threshold_db=threshold_db)
-    quantized_def = quantized[0]
+    quantized_def, _node_map = quantized
     writer.graph(dataclasses.replace(graph_record(original), version=original_version))
     writer.graph(dataclasses.replace(graph_record(quantized_def), version=quantized_version))
     writer.quantization_comparison(QuantizationComparisonRecord(
@@ -145,7 +145,7 @@ def record_comparison(writer: Any, original: GraphDef, quantized: Any,
 
 
 def _graph(result: Any) -> GraphDef:
-    return result if isinstance(result, GraphDef) else result[0]
+    return result if isinstance(result, GraphDef) else tuple(result)[0]
 
 
 @contextlib.contextmanager

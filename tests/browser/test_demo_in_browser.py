@@ -85,6 +85,7 @@ FILLED = {
     "Alerts": ".alerts-table .alert-link",
     "Compare": "#compare-diff-table-div table",
     "Replay": "#replay-curve-graph .scatterlayer .trace",
+    "Quantization": "#quantization-details-div .quantization-metrics",
 }
 
 
@@ -94,7 +95,8 @@ def test_the_demo_fills_every_page_at_1280x800(dash_duo, demo_logdir):
     dash_duo.start_server(create_app(logdir))
     dash_duo.driver.set_window_size(1280, 800)
     for page in PAGES:
-        query = "" if page.NAME in ("Runs", "Alerts", "Compare") else f"?run={runs[0]}"
+        query = "" if page.NAME in ("Runs", "Alerts", "Compare", "Quantization") \
+            else f"?run={runs[0]}"
         open_page(dash_duo, page.PATH + query)
         if page.NAME == "Graph":
             wait_for_graph(dash_duo, at_least=5)
