@@ -1,6 +1,7 @@
 """The `workbench` command: `serve` a log directory, record the `demo` runs and serve them,
 or `export` a run as TensorBoard event files, `view` a graph file (recorded into a
-temporary run), or `replay` a run folder. Binds 127.0.0.1 unless --host says otherwise."""
+temporary run), `replay` a run folder, or `quantize` a graph file. Binds 127.0.0.1 unless
+--host says otherwise."""
 
 from __future__ import annotations
 
@@ -60,7 +61,61 @@ def build_parser() -> argparse.ArgumentParser:
                                  "folder served as the log directory)")
     replay.add_argument("run_dir", type=Path, help="the run folder to replay")
     _add_server_options(replay)
+    _add_quantize_parser(commands)
     return parser
+
+
+def _add_quantize_parser(commands) -> None:
+    quantize = commands.add_parser(
+        "quantize", help="quantize a graph file to 8 bits (TF's quantize_graph) and report "
+                         "accuracy and size against the float graph")
+    quantize.add_argument("graph", type=Path, help="a frozen float graph file (engine.save_graph)")
+    quantize.add_argument("--mode", required=True, choices=("weights", "eightbit"),
+                          help="weights: weights stored as 8 bits, dequantized on load (size "
+                               "only); eightbit: 8-bit ops end to end")
+    quantize.add_argument("--calibration", type=int, default=None, metavar="N",
+                          help="eightbit: take each range from N training samples, stored as "
+                               "constants (default: ranges found at run time)")
+    quantize.add_argument("--out", type=Path, required=True, help="the quantized graph file")
+    quantize.add_argument("--report", type=Path, default=None,
+                          help="write a JSON report here (accuracies, bytes, kept_float)")
+    quantize.add_argument("--data", default="digits", choices=("digits",),
+                          help="the dataset the graph was trained for: calibration samples "
+                               "from its training split, accuracy on its held-out split "
+                               "(default: digits, the digits MLP and CNN samples; input "
+                               "'images', output 'probabilities')")
+
+
+def _progress_bar(label: str, stream=None):
+    stream = stream or sys.stderr
+
+    def show(done: int, total: int) -> None:
+        filled = int(30 * done / max(total, 1))
+        stream.write(f"\r  {label} [{'#' * filled}{'.' * (30 - filled)}] {done}/{total}")
+        if done >= total:
+            stream.write("\n")
+        stream.flush()
+    return show
+
+
+def quantize(args: argparse.Namespace) -> int:
+    """`workbench quantize GRAPH --mode M --out FILE`: stages and progress on stderr, the
+    summary on stdout, a failure as one line on stderr with exit status 2."""
+    from engine.errors import OpError
+    from engine.quantize.job import run_quantize
+
+    try:
+        body = run_quantize(args.graph, args.mode, args.out, calibration=args.calibration,
+                            report=args.report, data=args.data,
+                            say=lambda line: print(line, file=sys.stderr, flush=True),
+                            bar=_progress_bar)
+    except (OSError, OpError) as exc:
+        print(f"workbench: error: {exc}", file=sys.stderr)
+        return 2
+    print(f"{body['mode']}: accuracy {body['float_accuracy']:.4f} float, "
+          f"{body['quantized_accuracy']:.4f} quantized; {body['float_bytes']:,} bytes float, "
+          f"{body['quantized_bytes']:,} quantized ({body['size_ratio']:.2f}x)", flush=True)
+    return 0
 
 
 def prepare_logdir(logdir: Path) -> str:
@@ -192,4 +247,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return view(args)
     if args.command == "replay":
         return replay(args)
+    if args.command == "quantize":
+        return quantize(args)
     return demo(args)

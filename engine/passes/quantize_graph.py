@@ -115,6 +115,8 @@ class _Pass:
         self.node_map: dict[str, str] = {n.name: n.name for n in graph_def.node}
         self.kept_float: dict[str, str] = {}
         self.weights: dict[str, tuple[str, str, str]] = {}
+        self.rewritten: set[str] = set()      # original nodes a pattern rule already took
+        self.protected: set[str] = set()      # the outputs: never folded into another node
 
     def emit(self, origin: str, node: NodeDef, device: str = "",
              replaces: NodeDef | None = None) -> str:
@@ -392,10 +394,17 @@ def remove_redundant_quantization(p: _Pass) -> int:
     return bypassed
 
 
-def _eightbit(p: _Pass, outputs: list[str]) -> None:
+def _eightbit(p: _Pass, outputs: list[str], fuse: bool) -> None:
+    """Pattern rules (engine/passes/quantize_patterns.py: fused ops spanning several nodes)
+    are tried first at each node, then the one-op rules."""
+    from engine.passes.quantize_patterns import PATTERNS
+
     _remove_training_nodes(p, set(outputs))
+    p.protected = set(outputs)
     for n in topological_order(p.rw.nodes()):
-        if n.op in STRUCTURAL:
+        if n.op in STRUCTURAL or n.name in p.rewritten or n.name not in p.rw:
+            continue
+        if fuse and any(pattern(p, p.rw.node(n.name)) for pattern in PATTERNS):
             continue
         reason = why_float(n)
         if reason is None:
@@ -415,11 +424,14 @@ def default_outputs(graph_def: GraphDef) -> list[str]:
 
 
 def quantize_graph(graph_def: GraphDef, mode: str = "eightbit", calibration: Ranges | None = None,
-                   output_names: list[str] | None = None) -> QuantizeResult:
+                   output_names: list[str] | None = None, *, fuse: bool = True
+                   ) -> QuantizeResult:
     """The quantized twin of a (frozen) float graph. `calibration`: tensor name "node:0" ->
     (min, max) of its float values (engine.quantize.calibrate); with it the ranges are
     Consts and no RequantizationRange or Min/Max reduction is left. `output_names`: the
-    nodes to keep (default: the ones nothing reads). The input GraphDef is not changed."""
+    nodes to keep (default: the ones nothing reads). `fuse`: with calibration, MatMul
+    [+ BiasAdd] [+ Relu] on constant weights becomes one fused 8-bit op where the registry has
+    it (engine/passes/quantize_patterns.py). The input GraphDef is not changed."""
     if mode not in MODES:
         raise errors.InvalidArgumentError(None, None, f"quantize_graph: mode {mode!r} is not "
                                                       f"one of {', '.join(MODES)}")
@@ -432,7 +444,7 @@ def quantize_graph(graph_def: GraphDef, mode: str = "eightbit", calibration: Ran
     if mode == "weights":
         _weights(p)
     else:
-        _eightbit(p, outputs)
+        _eightbit(p, outputs, fuse)
     p.rw.keep_only_needed(outputs)
     result = finish(p.rw)
     node_map = {n.name: p.node_map[n.name] for n in result.node}

@@ -5,6 +5,7 @@ rewritten graph is well formed before anyone runs or saves it. No torch, no runt
 from __future__ import annotations
 
 import copy
+import importlib
 from collections.abc import Iterable
 
 from engine import errors
@@ -156,6 +157,11 @@ class Rewriter:
 
 # -- verify ----------------------------------------------------------------------------------
 
+def load_op_registry() -> None:
+    """Op types register when their module is imported; engine.api imports every op module."""
+    importlib.import_module("engine.api")
+
+
 def _fail(message: str) -> errors.InvalidArgumentError:
     return errors.InvalidArgumentError(None, None, f"verify: {message}")
 
@@ -198,6 +204,7 @@ def verify(graph_def: GraphDef) -> dict[str, tuple[tuple, tuple]]:
     from engine.graph import Graph
     from engine.graph_def import import_graph_def
 
+    load_op_registry()
     _check_names(graph_def)
     _check_inputs(graph_def)
     try:

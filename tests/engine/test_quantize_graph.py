@@ -22,6 +22,7 @@ from engine.passes.quantize_graph import (
     quantize_graph,
     quantize_quint8,
 )
+from engine.passes.quantize_patterns import FUSED_RELU, fused_ops_registered
 from engine.quantize import calibrate, quantize
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_graphs"
@@ -172,7 +173,7 @@ def test_bad_mode_and_unknown_output_are_refused(mlp):
 def test_calibrated_ranges_are_consts_and_run_time_range_nodes_disappear(mlp, data):
     ranges = calibrate(mlp, {"images": data.train.images[:50]})
     assert set(ranges) == set(calibration_tensors(mlp))
-    result = quantize_graph(mlp, "eightbit", calibration=ranges)
+    result = quantize_graph(mlp, "eightbit", calibration=ranges, fuse=False)
     kinds = set(ops(result.graph_def))
     assert not kinds & {"RequantizationRange", "Min", "Max"}
     gd = result.graph_def
@@ -276,7 +277,8 @@ def test_each_op_tracks_the_float_graph_within_quantization_error(case, calibrat
     gd = build(fn, shape)
     x = RNG.uniform(-1, 1, [8] + shape[1:]).astype(np.float32)
     ranges = calibrate(gd, {"x": x}) if calibrated else None
-    result = quantize_graph(gd, "eightbit", calibration=ranges, output_names=["out"])
+    result = quantize_graph(gd, "eightbit", calibration=ranges, output_names=["out"],
+                            fuse=False)
     op = EXPECTED_OP.get(case, "Quantized" + case.split("_")[0].replace("V2", ""))
     assert op in ops(result.graph_def), result.graph_def.to_text()
     want = run(gd, "out:0", {"x:0": x})
@@ -306,3 +308,66 @@ def test_digits_mlp_with_run_time_ranges_agrees_with_float(mlp, data):
     pred = run(quantize_graph(mlp).graph_def, "probabilities:0",
                {"images:0": test.images}).argmax(1)
     assert np.mean(pred == base) >= 0.98
+
+
+# -- the fused pattern (i9-qfast's QuantizedMatMulWithBias*AndRequantize kernels) ---------------
+
+needs_fused = pytest.mark.skipif(not fused_ops_registered(), reason="the fused MatMul ops are not "
+                                                         "registered in this checkout")
+
+
+def dense_graph(relu: bool) -> GraphDef:
+    def f(x):
+        y = tf.nn.bias_add(tf.matmul(x, const((6, 5)), name="mm"), const((5,)), name="ba")
+        if relu:
+            tf.nn.relu(y, name="out")
+        else:
+            tf.identity(y, name="out")
+    return build(f, [None, 6])
+
+
+def test_without_calibration_or_with_fuse_off_the_one_op_rules_apply(mlp, data):
+    ranges = calibrate(mlp, {"images": data.train.images[:20]})
+    for result in (quantize_graph(mlp, "eightbit"),
+                   quantize_graph(mlp, "eightbit", calibration=ranges, fuse=False)):
+        kinds = set(ops(result.graph_def))
+        assert {"QuantizedMatMul", "QuantizedBiasAdd", "QuantizedRelu"} <= kinds
+        assert not [k for k in kinds if k.startswith("QuantizedMatMulWith")]
+
+
+@needs_fused
+def test_calibrated_mlp_fuses_each_dense_layer(mlp, data):
+    ranges = calibrate(mlp, {"images": data.train.images[:200]})
+    gd, node_map = quantize_graph(mlp, "eightbit", calibration=ranges)
+    by_name = {n.name: n for n in gd.node}
+    fused = by_name["dense/MatMul_eightbit_fused_mat_mul"]
+    assert fused.op == FUSED_RELU and fused.attr["Toutput"] is tf.quint8
+    assert by_name["dense/kernel_qint8_const"].attr["value"].dtype == np.int8
+    assert node_map["dense/MatMul_eightbit_fused_mat_mul"] == "dense/Relu"
+    # The chain stays 8-bit: the fused ops feed each other, with no float node between.
+    assert not {"dense/MatMul", "dense/BiasAdd", "dense/Relu"} & set(by_name)
+    last = by_name["logits/MatMul_eightbit_fused_mat_mul"]
+    assert last.op == "QuantizedMatMulWithBiasAndRequantize"
+    assert last.attr["Toutput"] is tf.qint8
+    assert by_name["logits/BiasAdd"].attr["mode"] == "SCALED"
+    assert not set(ops(gd)) & {"QuantizedMatMul", "QuantizedBiasAdd", "QuantizedRelu",
+                               "RequantizationRange", "Min", "Max", "MatMul"}
+    test = data.test
+    base = run(mlp, "probabilities:0", {"images:0": test.images}).argmax(1)
+    pred = run(gd, "probabilities:0", {"images:0": test.images}).argmax(1)
+    assert np.mean(pred == test.labels) >= np.mean(base == test.labels) - 0.01
+
+
+@needs_fused
+@pytest.mark.parametrize("relu", [True, False], ids=["relu", "no-relu"])
+def test_a_fused_dense_layer_tracks_the_float_layer(relu):
+    gd = dense_graph(relu)
+    x = RNG.uniform(-1, 1, [16, 6]).astype(np.float32)
+    result = quantize_graph(gd, "eightbit", calibration=calibrate(gd, {"x": x}),
+                            output_names=["out"])
+    assert (FUSED_RELU if relu else "QuantizedMatMulWithBiasAndRequantize") in \
+        ops(result.graph_def)
+    want = run(gd, "out:0", {"x:0": x})
+    got = run(result.graph_def, "out:0", {"x:0": x})
+    span = float(np.max(np.abs(want)))
+    assert np.max(np.abs(got - want)) <= 6 * span / 127

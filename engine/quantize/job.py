@@ -1,0 +1,128 @@
+"""The `workbench quantize` job: read a graph file, calibrate on training samples, rewrite,
+save, and measure float against quantized (accuracy on the held-out split, file bytes) into a
+JSON report. Datasets are known by name; the digits samples use sample_graphs/digits.py."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from engine import errors
+from engine.graph_def import GraphDef
+from engine.passes.quantize_graph import MODES, quantize_graph
+from engine.quantize.calibration import calibrate
+from engine.quantize.evaluate import accuracy, constant_bytes
+
+SAMPLE_GRAPHS = Path(__file__).resolve().parents[2] / "sample_graphs"
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """Training images for calibration, held-out images and labels for accuracy, and the
+    graph's input placeholder and output node it is fed through."""
+    name: str
+    train_images: np.ndarray
+    test_images: np.ndarray
+    test_labels: np.ndarray
+    input_name: str
+    output_name: str
+
+
+def _digits() -> Dataset:
+    path = SAMPLE_GRAPHS / "digits.py"
+    if not path.is_file():
+        raise errors.NotFoundError(None, None, f"dataset 'digits': {path} is missing (it "
+                                               "ships with the repository's sample_graphs)")
+    spec = importlib.util.spec_from_file_location("sample_graphs_digits", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    data = module.read_data_sets(seed=0)
+    return Dataset("digits", data.train.images, data.test.images, data.test.labels,
+                   "images", "probabilities")
+
+
+DATASETS = {"digits": _digits}
+
+
+def load_dataset(name: str) -> Dataset:
+    if name not in DATASETS:
+        raise errors.InvalidArgumentError(None, None, f"unknown dataset {name!r} (known: "
+                                                      f"{', '.join(sorted(DATASETS))})")
+    return DATASETS[name]()
+
+
+def check_fits(graph_def: GraphDef, data: Dataset, source: str) -> None:
+    """The graph must have the dataset's input placeholder and output node."""
+    for name, kind in ((data.input_name, "input placeholder"), (data.output_name, "output")):
+        if name not in graph_def:
+            raise errors.InvalidArgumentError(None, None, f"{source}: no node '{name}': "
+                                                          f"--data {data.name} feeds "
+                                                          f"'{data.input_name}' and reads "
+                                                          f"'{data.output_name}' ({kind})")
+
+
+def graph_file_bytes(path: Path) -> int:
+    from engine.graph_io import side_file_for
+
+    side = side_file_for(path)
+    return path.stat().st_size + (side.stat().st_size if side.exists() else 0)
+
+
+def run_quantize(graph: Path, mode: str, out: Path, calibration: int | None = None,
+                 report: Path | None = None, data: str = "digits", say=print,
+                 bar=None) -> dict:
+    """Does the whole job; returns the report (also written to `report` if given). `say`
+    prints a stage line, `bar(label)` returns a progress(done, total) callback."""
+    from engine.graph_io import load_graph_def, save_graph
+
+    if mode not in MODES:
+        raise errors.InvalidArgumentError(None, None, f"mode {mode!r} is not one of "
+                                                      f"{', '.join(MODES)}")
+    if calibration is not None and (mode != "eightbit" or calibration < 1):
+        raise errors.InvalidArgumentError(None, None, "--calibration N takes N >= 1 samples "
+                                                      "and applies to --mode eightbit only")
+    graph = Path(graph)
+    original = load_graph_def(graph)
+    dataset = load_dataset(data)
+    check_fits(original, dataset, str(graph))
+    bar = bar or (lambda label: None)
+    ranges, samples = None, dataset.train_images[:0]
+    if calibration:
+        samples = dataset.train_images[:calibration]
+        say(f"Calibrating on {len(samples)} {data} training samples")
+        ranges = calibrate(original, {dataset.input_name: samples}, batch_size=256,
+                           progress=bar("calibrate"))
+    say(f"Rewriting ({mode})")
+    result = quantize_graph(original, mode, calibration=ranges,
+                            output_names=[dataset.output_name])
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    save_graph(result.graph_def, out)
+    say(f"Wrote {out} ({len(result.graph_def.node)} nodes)")
+    scores = {}
+    for label, graph_def in (("float", original), ("quantized", result.graph_def)):
+        scores[label] = accuracy(graph_def, dataset.test_images, dataset.test_labels,
+                                 dataset.input_name, dataset.output_name,
+                                 progress=bar(f"evaluate {label}"))
+    float_bytes, quantized_bytes = graph_file_bytes(graph), graph_file_bytes(out)
+    body = {
+        "graph": str(graph), "out": str(out), "mode": mode, "data": data,
+        "calibration_samples": int(len(samples)),
+        "test_examples": int(len(dataset.test_labels)),
+        "float_accuracy": scores["float"], "quantized_accuracy": scores["quantized"],
+        "float_bytes": float_bytes, "quantized_bytes": quantized_bytes,
+        "size_ratio": quantized_bytes / float_bytes,
+        "float_constant_bytes": constant_bytes(original),
+        "quantized_constant_bytes": constant_bytes(result.graph_def),
+        "float_nodes": len(original.node), "quantized_nodes": len(result.graph_def.node),
+        "kept_float": dict(result.kept_float),
+    }
+    if report is not None:
+        report = Path(report)
+        report.parent.mkdir(parents=True, exist_ok=True)
+        report.write_text(json.dumps(body, indent=2) + "\n")
+    return body
