@@ -6,8 +6,11 @@ from __future__ import annotations
 from engine.graph_def import GraphDef
 from engine.passes.quantize_graph import QuantizeResult, Ranges, quantize_graph
 from engine.quantize.calibration import calibrate
+from engine.quantize.compare import Comparison, compare
+from engine.quantize.report import record_comparison
 
-__all__ = ["QuantizeResult", "Ranges", "calibrate", "quantize", "quantize_graph"]
+__all__ = ["Comparison", "QuantizeResult", "Ranges", "calibrate", "compare", "quantize",
+           "quantize_graph", "record_comparison"]
 
 
 def quantize(graph_def: GraphDef, mode: str = "eightbit", calibration_samples: dict | None = None,

@@ -210,7 +210,18 @@ _RANGE_SLOTS = {
                                   "QuantizedRelu", "QuantizedRelu6", "QuantizedMaxPool",
                                   "QuantizedAvgPool", "QuantizeDownAndShrinkRange")},
     "QuantizedReshape": {0: (2, 3)},
+    # (a, b, bias, min_a, max_a, min_b, max_b, min_freezed_output, max_freezed_output)
+    **{op: {0: (3, 4), 1: (5, 6)} for op in ("QuantizedMatMulWithBiasAndRequantize",
+                                             "QuantizedMatMulWithBiasAndReluAndRequantize")},
 }
+# The fused ops read their qint8 weights and write a qint8 output symmetrically (TF's SCALED
+# Dequantize mode: zero is 0, the scale max|range| / 127).
+_SCALED_OPS = ("QuantizedMatMulWithBiasAndRequantize",
+               "QuantizedMatMulWithBiasAndReluAndRequantize")
+
+
+def _mode(node: NodeDef, default: str = "MIN_FIRST") -> str:
+    return node.attr.get("mode", "SCALED" if node.op in _SCALED_OPS else default)
 
 
 def _representative(quantized: GraphDef, members: tuple[str, ...],
@@ -244,14 +255,14 @@ def _source(node: NodeDef, readers: list[tuple[NodeDef, int]]) -> _Source | None
     if not dtype.is_quantized:
         return _Source(node.name) if dtype.is_floating or dtype.is_integer else None
     outputs = node.output_dtypes
-    mode = node.attr.get("mode", "MIN_FIRST")
+    mode = _mode(node)
     if len(outputs) >= _RANGE_OUTPUTS and all(d.is_floating for d in outputs[1:3]):
         return _Source(node.name, dtype.name, (f"{node.name}:1", f"{node.name}:2"), mode)
     for reader, slot in readers:    # a quantized constant: its range is its reader's input
         slots = _RANGE_SLOTS.get(reader.op, {}).get(slot)
         if slots is not None and max(slots) < len(reader.input):
             low, high = (_tensor(reader.input[i]) for i in slots)
-            return _Source(node.name, dtype.name, (low, high), reader.attr.get("mode", mode))
+            return _Source(node.name, dtype.name, (low, high), _mode(reader, mode))
     return None
 
 

@@ -37,6 +37,8 @@ class Timing:
     warmup: int = 3
 
 
+DEFAULT_TIMING = Timing()
+
 def graph_file_bytes(graph_def: GraphDef) -> int:
     """The size of the graph file save_graph writes (the JSON and its .npz of constants)."""
     from engine.graph_io import save_graph, side_file_for
@@ -57,9 +59,10 @@ def accuracy(graph_def: GraphDef, images: np.ndarray, labels: np.ndarray,
 
 def inference_us(graph_def: GraphDef, images: np.ndarray, batch: int,
                  input_name: str = "images", output_name: str = "probabilities",
-                 timing: Timing = Timing()) -> float:  # noqa: B008 -- frozen, so shared safely
+                 timing: Timing | None = None) -> float:
     """Median microseconds of one Session.run at `batch` (images repeated to fill it), on one
     torch thread, the plan compiled before the clock starts."""
+    timing = timing or DEFAULT_TIMING
     feed = np.resize(images, (batch,) + tuple(images.shape[1:])).astype(images.dtype)
     with _one_thread(), _session(graph_def) as run:
         for _ in range(timing.warmup):
@@ -75,7 +78,7 @@ def inference_us(graph_def: GraphDef, images: np.ndarray, batch: int,
 def cost_rows(model: str, variants: Mapping[str, GraphDef], test_images: np.ndarray,
               test_labels: np.ndarray, input_name: str = "images",
               output_name: str = "probabilities", batches: Sequence[int] = BATCHES,
-              timing: Timing = Timing()) -> list[QuantizationCostRecord]:  # noqa: B008
+              timing: Timing | None = None) -> list[QuantizationCostRecord]:
     """One row per variant (the first is the float graph the ratios are taken against)."""
     if not variants:
         raise ValueError(f"cost table of {model!r}: no graphs given")
@@ -114,7 +117,7 @@ def cost_table(model: str, graph_def: GraphDef, calibration_images: np.ndarray,
                test_images: np.ndarray, test_labels: np.ndarray,
                calibration_sizes: Sequence[int] = (10, 1000), input_name: str = "images",
                output_name: str = "probabilities",
-               timing: Timing = Timing()) -> list[QuantizationCostRecord]:  # noqa: B008
+               timing: Timing | None = None) -> list[QuantizationCostRecord]:
     """The rows float, weights-only, eightbit (run-time ranges) and eightbit calibrated on
     each of calibration_sizes samples, measured on the held-out images."""
     variants = cost_variants(graph_def, calibration_images, calibration_sizes, input_name)
@@ -142,6 +145,43 @@ def record_comparison(writer: Any, original: GraphDef, quantized: Any,
         name, original_version, quantized_version, result.threshold_db, result.flagged,
         result.nodes, dict(result.skipped)))
     return result
+
+
+def record_quantize_job(logdir: str | Path, graph: str | Path, mode: str,
+                        calibration: int | None = None, data: str = "digits",
+                        compare_samples: int = 256, say=print) -> str:
+    """`workbench quantize ... --record LOGDIR`: quantizes the graph file as the job did
+    (the same mode and calibration samples, so the same graph), records both graphs, the
+    per-node comparison on `compare_samples` held-out samples and the model's cost table
+    into a new run in `logdir`; returns the run folder."""
+    from engine.graph_io import load_graph_def
+    from engine.quantize import quantize
+    from engine.quantize.job import check_fits, load_dataset
+    from engine.record import RunWriter
+    graph = Path(graph)
+    original = load_graph_def(graph)
+    dataset = load_dataset(data)
+    check_fits(original, dataset, str(graph))
+    inputs = dataset.input_name
+    samples = None if not calibration else {inputs: dataset.train_images[:calibration]}
+    result = quantize(original, mode, calibration_samples=samples,
+                      output_names=[dataset.output_name])
+    model = graph.name.split(".")[0]
+    form = (calibrated(calibration) if mode == "eightbit" and calibration
+            else RUNTIME_RANGES if mode == "eightbit" else WEIGHTS)
+    with RunWriter(logdir, f"quantize-{model}", exist_ok=True, config={
+            "graph": str(graph), "mode": mode, "calibration_samples": calibration or 0,
+            "data": data}) as writer:
+        say(f"Comparing node by node on {compare_samples} held-out samples")
+        record_comparison(writer, original, result,
+                          {inputs: dataset.test_images[:compare_samples]},
+                          name=f"{model} {form}")
+        sizes = tuple(dict.fromkeys((10, calibration or 10, 1000)))
+        say(f"Measuring the cost table (calibrated on {', '.join(map(str, sizes))})")
+        writer.quantization_costs(cost_table(
+            model, original, dataset.train_images, dataset.test_images, dataset.test_labels,
+            calibration_sizes=sizes, input_name=inputs, output_name=dataset.output_name))
+        return writer.path
 
 
 def _graph(result: Any) -> GraphDef:

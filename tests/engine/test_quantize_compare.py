@@ -269,3 +269,12 @@ def test_the_digits_mlp_quantized_by_the_pass():
     assert comparison.node("dense/Relu").compared == "dense/Relu_eightbit_quantized"
     assert comparison.flagged is None and comparison.skipped == {}
     assert comparison.node("probabilities").sqnr_db > qc.DEFAULT_THRESHOLD_DB
+
+
+def test_symmetric_qint8_is_read_in_scaled_mode():
+    """A fused op's qint8 output (TF's SCALED: zero at 0, scale max|range| / 127)."""
+    values = qc.dequantized(np.array([-127, 0, 64, 127]), -2.0, 2.0, "qint8", "SCALED")
+    np.testing.assert_allclose(values, [-2.0, 0.0, 64 * 2.0 / 127, 2.0], rtol=1e-6)
+    fused = qc.NodeDef("f", "QuantizedMatMulWithBiasAndRequantize")
+    assert qc._mode(fused) == "SCALED"
+    assert qc._mode(qc.NodeDef("r", "Requantize")) == "MIN_FIRST"
