@@ -6,11 +6,13 @@ from __future__ import annotations
 from engine.graph_def import GraphDef
 from engine.passes.quantize_graph import QuantizeResult, Ranges, quantize_graph
 from engine.quantize.calibration import calibrate
-from engine.quantize.compare import Comparison, compare
+from engine.quantize.compare import Comparison
 from engine.quantize.report import record_comparison
 
-__all__ = ["Comparison", "QuantizeResult", "Ranges", "calibrate", "compare", "quantize",
-           "quantize_graph", "record_comparison"]
+# compare() stays in its module (engine.quantize.compare.compare): a function here of the
+# module's name would hide the module from `from engine.quantize import compare`.
+__all__ = ["Comparison", "QuantizeResult", "Ranges", "calibrate", "quantize", "quantize_graph",
+           "record_comparison"]
 
 
 def quantize(graph_def: GraphDef, mode: str = "eightbit", calibration_samples: dict | None = None,

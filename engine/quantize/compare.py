@@ -323,9 +323,10 @@ def dequantized(q: np.ndarray, low: float, high: float, dtype: str,
 # -- running a GraphDef -------------------------------------------------------------------
 
 def check_feeds(graph_def: GraphDef, feeds: Mapping[str, Any]) -> dict[str, np.ndarray]:
-    """feeds keyed "name:0", checked against the graph's placeholders: every key names a
-    Placeholder (or PlaceholderWithDefault), every Placeholder is fed, and each value has the
-    placeholder's dtype kind and a shape its static shape allows."""
+    """feeds keyed "name:0", checked against the graph's placeholders before either graph
+    runs, with the Session's and TensorFlow's words: every key names a Placeholder (or
+    PlaceholderWithDefault), every Placeholder is fed, and each value has the placeholder's
+    dtype kind (TypeError) and a shape its static shape allows (ValueError)."""
     if not isinstance(feeds, Mapping):
         raise TypeError(f"feeds must be a dict of placeholder name -> value, "
                         f"got {type(feeds).__name__}")
@@ -346,7 +347,7 @@ def check_feeds(graph_def: GraphDef, feeds: Mapping[str, Any]) -> dict[str, np.n
         node = missing[0]
         raise errors.InvalidArgumentError(
             None, None, f"You must feed a value for placeholder tensor '{node.name}' with "
-            f"dtype {node.output_dtypes[0].name} and shape {_shape_text(node)}")
+            f"dtype {node.output_dtypes[0].tf_string} and shape {_shape_text(node)}")
     return checked
 
 
@@ -360,17 +361,13 @@ def _checked_value(node: NodeDef, value: Any) -> np.ndarray:
         ) from None
     kind_ok = array.dtype.kind in ("f" if dtype.is_floating else "biu") or (
         dtype.is_floating and array.dtype.kind in "iu")
-    if not kind_ok:
-        raise errors.InvalidArgumentError(
-            None, None, f"placeholder {node.name!r} has dtype {dtype.name}; the fed value has "
-            f"dtype {array.dtype}")
+    if not kind_ok:     # the Session's words (engine/runtime/fetches.py)
+        raise TypeError(f"Cannot feed value of type {array.dtype} for Tensor '{node.name}:0' "
+                        f"of dtype {dtype.name}")
     shape = node.output_shapes[0] if node.output_shapes else None
-    dims = None if shape is None else shape.as_list() if shape.rank is not None else None
-    if dims is not None and (len(dims) != array.ndim or any(
-            d is not None and d != s for d, s in zip(dims, array.shape))):
-        raise errors.InvalidArgumentError(
-            None, None, f"Cannot feed value of shape {array.shape} for placeholder "
-            f"{node.name!r}, which has shape {_shape_text(node)}")
+    if shape is not None and not shape.is_compatible_with(array.shape):
+        raise ValueError(f"Cannot feed value of shape {array.shape} for Tensor "
+                         f"'{node.name}:0', which has shape '{shape}'")
     return array.astype(dtype.numpy_dtype, copy=False)
 
 
