@@ -3,8 +3,10 @@ pinned to CPU and two virtual GPUs so the partition cuts are visible, records ea
 the log directory and reports test accuracy. Two learning rates give the Scalars page two
 curves to compare; an int32 step counter pinned to a GPU shows a soft-placement fallback.
 Every step is recorded; per-op stats only on the first and every 100th (TRACE_EVERY_N_STEPS).
-A third, deliberately broken run (the naive cross entropy at a learning rate it cannot take,
-check_numerics on) stops at its first NaN/Inf and leaves an alert for the Alerts page.
+The last, deliberately broken run (the naive cross entropy at a learning rate it cannot take,
+check_numerics on) stops at its first NaN/Inf and leaves an alert for the Alerts page; before
+it, the sample digits MLP quantized to eightbit (calibrated on 100 images) records its per-node
+comparison and cost table for the Quantization page.
 Where CUDA has a GPU, GPU:0 is that GPU and GPU:1 stays virtual."""
 
 from __future__ import annotations
@@ -246,14 +248,6 @@ def run_demo(logdir: str = "runs", steps: int = 300, progress: bool = True) -> l
         if progress:
             print(f"  test accuracy {accuracy:.4f}; recorded in {path}", flush=True)
         paths.append(path)
-    name = f"mlp-broken-{stamp}"
-    if progress:
-        print(f"Training {name}: the naive cross entropy at learning rate 5, with "
-              "check_numerics", flush=True)
-    path, failed = train_broken_mlp(logdir, name, steps)
-    if progress:
-        print(f"  stopped by a NaN/Inf alert at step {failed}; recorded in {path}", flush=True)
-    paths.append(path)
     name = f"mlp-quantized-{stamp}"
     if progress:
         print(f"Quantizing the sample digits MLP ({name}): eightbit, calibrated on "
@@ -264,4 +258,12 @@ def run_demo(logdir: str = "runs", steps: int = 300, progress: bool = True) -> l
               flush=True)
     if path:
         paths.append(path)
+    name = f"mlp-broken-{stamp}"
+    if progress:
+        print(f"Training {name}: the naive cross entropy at learning rate 5, with "
+              "check_numerics", flush=True)
+    path, failed = train_broken_mlp(logdir, name, steps)
+    if progress:
+        print(f"  stopped by a NaN/Inf alert at step {failed}; recorded in {path}", flush=True)
+    paths.append(path)
     return paths

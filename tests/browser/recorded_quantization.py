@@ -1,5 +1,5 @@
 """A recorded quantization run for the Quantization page's tests: the sample digits MLP,
-eightbit calibrated on 100 training images, compared on 64 test images (threshold 40 dB, so
+eightbit calibrated on 100 training images, compared on 64 test images (threshold 45 dB, so
 a node is flagged), a cost table of fixed numbers, and a run beside it with no comparison."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from engine.record.schema import QuantizationCostRecord
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_graphs"
 COMPARISON = "digits_mlp eightbit, calibrated on 100"
-THRESHOLD_DB = 40.0
+THRESHOLD_DB = 45.0
 COSTS = (
     QuantizationCostRecord("digits_mlp", "float", 0.9889, 43_538, 1.0, 190.0, 300.0, 1.0, 1.0),
     QuantizationCostRecord("digits_mlp", "weights", 0.9889, 22_307, 0.512, 990.0, 1180.0,

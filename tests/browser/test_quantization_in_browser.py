@@ -5,7 +5,7 @@ shows its histograms and metrics; no console errors, no sideways scrolling."""
 
 from __future__ import annotations
 
-from recorded_quantization import record_quantized_runs
+from recorded_quantization import THRESHOLD_DB, record_quantized_runs
 from selenium.webdriver.support.wait import WebDriverWait
 from test_compare_in_browser import click_node_in, wait_drawn
 
@@ -37,8 +37,8 @@ def test_the_page_draws_both_graphs_and_links_the_selection(dash_duo, tmp_path):
     wait_drawn(dash_duo, ORIGINAL_CY)
     wait_drawn(dash_duo, QUANTIZED_CY)
     dash_duo.wait_for_element("#quantization-costs-div .quantization-cost-row")
-    dash_duo.wait_for_contains_text("#quantization-summary-text", f"first below 40 dB: "
-                                                                  f"{runs.flagged}")
+    dash_duo.wait_for_contains_text("#quantization-summary-text",
+                                    f"first below {THRESHOLD_DB:g} dB: {runs.flagged}")
     dash_duo.wait_for_contains_text("#quantization-details-div", f"Selected: {runs.flagged}")
     (left_o, right_o, width_o), (left_q, right_q, width_q) = dash_duo.driver.execute_script(
         _SIDES)

@@ -63,9 +63,9 @@ def test_the_cost_table(runs, text_of):
 
 def test_the_summary_and_the_legend(runs, text_of):
     line, legend = page.overview(runs.run, COMPARISON)
-    assert f"first below 40 dB: {runs.flagged}" in line and "nodes compared" in line
+    assert f"first below {THRESHOLD_DB:g} dB: {runs.flagged}" in line and "nodes compared" in line
     assert len(legend) == len(sqnr_bins(THRESHOLD_DB)) + 1
-    assert "< 40 dB" in text_of(legend) and "exact" in text_of(legend)
+    assert f"< {THRESHOLD_DB:g} dB" in text_of(legend) and "exact" in text_of(legend)
     problem, legend = page.overview(runs.plain, None)
     assert "recorded no quantization comparison" in problem and legend == []
 
