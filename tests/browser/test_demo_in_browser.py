@@ -51,7 +51,8 @@ def test_demo_run_graph_inspector_and_loss_curve(dash_duo, demo_logdir):
     dash_duo.find_element("#app-nav-scalars-link").click()
     dash_duo.wait_for_element("#scalars-curves-div .js-plotly-plot .scatterlayer .trace")
     for name in runs:
-        dash_duo.wait_for_contains_text("#scalars-curves-div .legend", name)
+        if RunReader(logdir / name).tags():        # the quantized run logs no scalar
+            dash_duo.wait_for_contains_text("#scalars-curves-div .legend", name)
     assert dash_duo.get_logs() == []
 
 
