@@ -1,85 +1,194 @@
-"""QuantizedMatMul (quint8 x quint8 -> qint32 with TF's zero-point offsets) beside float32
-MatMul at 256x1024x1024 on one torch thread: the kernel with each exact int8 backend
-(torch._int_mm; the float32 GEMM in exact 1024-long blocks), and both ops run through a
-Session with the backend "auto" picks. Prints times and the float/int8 ratio (above 1: int8
-is faster).
+"""int8 inference against float on an MLP, one torch thread, medians over repeats: the float
+graph in our Session; the int8 graph (QuantizeV2 -> fused QuantizedMatMulWithBias[AndRelu]
+AndRequantize per layer -> Dequantize, ranges calibrated on a float run, built by hand with
+tf.raw_ops) in our Session, with 8-bit and with 7-bit weights; torch eager float; torch's
+dynamic quantization of the same model (the peer). Ratios above 1: faster than our float.
+Also the unfused QuantizedMatMul kernel with each exact int8 product backend.
 
-Usage: python bench/bench_quantized.py [--m 256] [--k 1024] [--n 1024] [--repeat 10]"""
+Usage: python bench/bench_quantized.py [--repeat 30] [--sizes 1024,1024,1024,10]
+       [--batches 1,256] [--skip-kernel]"""
 
 from __future__ import annotations
 
 import argparse
+import functools
+import statistics
 import time
+import warnings
 
 import numpy as np
 import torch
 
 import engine as tf
 from engine.kernels import quantized as qk
+from engine.kernels import quantized_fbgemm as fbgemm
+
+DIGITS_SIZES = (64, 64, 32, 10)       # sample_graphs' digits MLP: 8x8 pixels, two hidden layers
 
 
-def best_time(function, repeat: int) -> float:
-    best = float("inf")
+def median_ms(function, repeat: int) -> float:
+    function()
+    times = []
     for _ in range(repeat):
         start = time.perf_counter()
         function()
-        best = min(best, time.perf_counter() - start)
-    return best
+        times.append(time.perf_counter() - start)
+    return statistics.median(times) * 1e3
 
 
-def kernel_times(a8: np.ndarray, b8: np.ndarray, af: np.ndarray, bf: np.ndarray,
-                 repeat: int, backend: str) -> tuple[float, float]:
-    ta, tb = torch.from_numpy(a8), torch.from_numpy(b8)
-    fa, fb = torch.from_numpy(af), torch.from_numpy(bf)
-    qk.CPU_INT8_BACKEND = backend
-    try:
-        int8 = best_time(lambda: qk.offset_matmul(ta, tb, 85, 128), repeat)
-    finally:
-        qk.CPU_INT8_BACKEND = "auto"
-    float32 = best_time(lambda: torch.mm(fa, fb), repeat)
-    return int8, float32
+def make_mlp(sizes, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    layers = []
+    for fan_in, fan_out in zip(sizes[:-1], sizes[1:]):
+        w = rng.normal(0.0, np.sqrt(2.0 / fan_in), size=(fan_in, fan_out)).astype(np.float32)
+        layers.append((w, rng.normal(0.0, 0.05, size=fan_out).astype(np.float32)))
+    return layers
 
 
-def session_times(a8: np.ndarray, b8: np.ndarray, af: np.ndarray, bf: np.ndarray,
-                  repeat: int) -> tuple[float, float]:
-    with tf.Graph().as_default() as g:
-        qa = tf.constant(a8, dtype=tf.quint8)
-        qb = tf.constant(b8, dtype=tf.quint8)
-        product = tf.raw_ops.QuantizedMatMul(a=qa, b=qb, min_a=-1.0, max_a=2.0, min_b=-0.5,
-                                             max_b=0.5, Toutput=tf.qint32).out
-        dense = tf.matmul(tf.constant(af), tf.constant(bf))
-        with tf.Session(graph=g) as sess:
-            sess.run([product, dense])
-            int8 = best_time(lambda: sess.run(product), repeat)
-            float32 = best_time(lambda: sess.run(dense), repeat)
-    return int8, float32
+def float_forward(layers, x: np.ndarray) -> list[np.ndarray]:
+    """Every layer's output (ReLU on all but the last), for calibration."""
+    outs = []
+    for i, (w, b) in enumerate(layers):
+        x = x @ w + b
+        x = np.maximum(x, 0) if i < len(layers) - 1 else x
+        outs.append(x)
+    return outs
+
+
+def float_graph(layers, width: int):
+    x = tf.placeholder(tf.float32, [None, width])
+    h = x
+    for i, (w, b) in enumerate(layers):
+        h = tf.nn.bias_add(tf.matmul(h, tf.constant(w)), tf.constant(b))
+        h = tf.nn.relu(h) if i < len(layers) - 1 else h
+    return x, h
+
+
+def quantized_weights(w: np.ndarray, bits: int):
+    """Symmetric qint8 weights in [-(2^(bits-1)), 2^(bits-1)] with the range the fused op
+    reads as max|range| / 127 per step: 7 bits declare a range twice the weights' own."""
+    top = float(np.abs(w).max())
+    levels = (1 << (bits - 1)) - (1 if bits == 8 else 0)
+    q = np.clip(np.rint(w / top * levels), -levels, levels).astype(np.int8)
+    declared = top * 127.0 / levels
+    return q, -declared, declared
+
+
+def int8_graph(layers, width: int, calibration: np.ndarray, bits: int):
+    outs = float_forward(layers, calibration)
+    x = tf.placeholder(tf.float32, [None, width])
+    q = tf.raw_ops.QuantizeV2(input=x, min_range=float(calibration.min()),
+                              max_range=float(calibration.max()), T=tf.quint8,
+                              mode="MIN_FIRST")
+    h, lo, hi = q.output, q.output_min, q.output_max
+    for i, (w, b) in enumerate(layers):
+        qw, wlo, whi = quantized_weights(w, bits)
+        last = i == len(layers) - 1
+        top = float(np.abs(outs[i]).max())
+        op = tf.raw_ops.QuantizedMatMulWithBiasAndRequantize if last else \
+            tf.raw_ops.QuantizedMatMulWithBiasAndReluAndRequantize
+        h, lo, hi = op(a=h, b=tf.constant(qw, dtype=tf.qint8), bias=b, min_a=lo, max_a=hi,
+                       min_b=wlo, max_b=whi, min_freezed_output=-top if last else 0.0,
+                       max_freezed_output=top, Toutput=tf.qint8 if last else tf.quint8)
+    return x, tf.dequantize(h, lo, hi, mode="SCALED")
+
+
+def torch_models(layers):
+    modules = []
+    for i, (w, b) in enumerate(layers):
+        linear = torch.nn.Linear(*w.shape)
+        with torch.no_grad():
+            linear.weight.copy_(torch.from_numpy(w.T))
+            linear.bias.copy_(torch.from_numpy(b))
+        modules.append(linear)
+        if i < len(layers) - 1:
+            modules.append(torch.nn.ReLU())
+    model = torch.nn.Sequential(*modules).eval()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")            # torch.ao.quantization is deprecated
+        dynamic = torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear},
+                                                         dtype=torch.qint8)
+    return model, dynamic
+
+
+def session_row(layers, sizes, batch: int, repeat: int, calibration) -> dict:
+    rng = np.random.default_rng(batch)
+    x_val = rng.uniform(0.0, 1.0, size=(batch, sizes[0])).astype(np.float32)
+    want = float_forward(layers, x_val)[-1]
+    times, errors = {}, {}
+    builds = [("our float", lambda: float_graph(layers, sizes[0])),
+              ("our int8, 8-bit w", lambda: int8_graph(layers, sizes[0], calibration, 8)),
+              ("our int8, 7-bit w", lambda: int8_graph(layers, sizes[0], calibration, 7))]
+    for label, build in builds:
+        with tf.Graph().as_default() as g:
+            x, out = build()
+            config = tf.ConfigProto(inter_op_parallelism_threads=1,
+                                    intra_op_parallelism_threads=1)
+            with tf.Session(graph=g, config=config) as sess:
+                got = sess.run(out, {x: x_val})
+                times[label] = median_ms(functools.partial(sess.run, out, {x: x_val}), repeat)
+        errors[label] = agreement(got, want)
+    model, dynamic = torch_models(layers)
+    tx = torch.from_numpy(x_val)
+    with torch.no_grad():
+        for label, module in (("torch float", model), ("torch dynamic int8", dynamic)):
+            errors[label] = agreement(module(tx).numpy(), want)
+            times[label] = median_ms(functools.partial(module, tx), repeat)
+    return {"times": times, "errors": errors}
+
+
+def agreement(got: np.ndarray, want: np.ndarray) -> str:
+    """Largest error relative to the float logits' spread, and argmax agreement."""
+    spread = float(np.abs(want).max()) or 1.0
+    same = float((got.argmax(1) == want.argmax(1)).mean())
+    return f"{float(np.abs(got - want).max()) / spread:.3f} / {same:.2f}"
+
+
+def print_rows(sizes, batch: int, row: dict) -> None:
+    times, errors = row["times"], row["errors"]
+    base, peer = times["our float"], times["torch dynamic int8"]
+    print(f"\nMLP {'-'.join(map(str, sizes))}, batch {batch}")
+    print(f"  {'':<22}{'ms':>9}{'our float/x':>13}{'torch dyn/x':>13}   max err / argmax")
+    for label, ms in times.items():
+        print(f"  {label:<22}{ms:>9.3f}{base / ms:>12.2f}x{peer / ms:>12.2f}x   "
+              f"{errors[label]}")
+
+
+def kernel_rows(repeat: int) -> None:
+    """The unfused QuantizedMatMul's exact int8 product, 256x1024x1024, per backend."""
+    rng = np.random.default_rng(0)
+    a = torch.from_numpy(rng.integers(0, 256, size=(256, 1024)).astype(np.uint8))
+    b = torch.from_numpy(rng.integers(0, 256, size=(1024, 1024)).astype(np.uint8))
+    fa, fb = a.to(torch.float32), b.to(torch.float32)
+    float_ms = median_ms(lambda: torch.mm(fa, fb), repeat)
+    print("\nQuantizedMatMul product 256x1024x1024 (quint8 x quint8 -> qint32), torch float32 "
+          f"mm {float_ms:.2f} ms")
+    for backend in qk.CPU_INT8_BACKENDS:
+        ms = median_ms(functools.partial(qk.offset_matmul, a, b, 85, 128, backend=backend),
+                       2 if backend == "int_mm" else repeat)
+        print(f"  {backend:<22}{ms:>9.2f} ms{float_ms / ms:>8.2f}x float")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--m", type=int, default=256)
-    parser.add_argument("--k", type=int, default=1024)
-    parser.add_argument("--n", type=int, default=1024)
-    parser.add_argument("--repeat", type=int, default=10)
-    parser.add_argument("--int-mm-repeat", type=int, default=2,
-                        help="repeats for torch._int_mm, seconds per call on CPUs without VNNI")
+    parser.add_argument("--repeat", type=int, default=30)
+    parser.add_argument("--sizes", default="1024,1024,1024,10")
+    parser.add_argument("--batches", default="1,256")
+    parser.add_argument("--skip-kernel", action="store_true")
     args = parser.parse_args()
     torch.set_num_threads(1)
-    rng = np.random.default_rng(0)
-    a8 = rng.integers(0, 256, size=(args.m, args.k)).astype(np.uint8)
-    b8 = rng.integers(0, 256, size=(args.k, args.n)).astype(np.uint8)
-    af, bf = a8.astype(np.float32), b8.astype(np.float32)
-    print(f"{args.m}x{args.k}x{args.n}, torch threads: {torch.get_num_threads()}, best of "
-          f"{args.repeat}")
-    print(f"{'':<28}{'int8 (ms)':>12}{'float32 (ms)':>14}{'float/int8':>12}")
-    rows = [(f"kernel, {backend}", kernel_times(a8, b8, af, bf, args.int_mm_repeat
-                                                if backend == "int_mm" else args.repeat,
-                                                backend))
-            for backend in ("int_mm", "exact_float")]
-    rows.append((f"session ({qk.cpu_int8_backend()})",
-                 session_times(a8, b8, af, bf, args.repeat)))
-    for label, (int8, float32) in rows:
-        print(f"{label:<28}{int8 * 1e3:>12.2f}{float32 * 1e3:>14.2f}{float32 / int8:>12.2f}x")
+    print(f"torch {torch.__version__}, threads {torch.get_num_threads()}, quantized engine "
+          f"{torch.backends.quantized.engine}, cpu {torch.backends.cpu.get_cpu_capability()}, "
+          f"fbgemm saturates int16 pairs: {fbgemm.pairs_saturate()}; medians of {args.repeat}")
+    for sizes in (tuple(int(s) for s in args.sizes.split(",")), DIGITS_SIZES):
+        layers = make_mlp(sizes)
+        calibration = np.random.default_rng(99).uniform(0.0, 1.0, size=(512, sizes[0])
+                                                         ).astype(np.float32)
+        for batch in (int(b) for b in args.batches.split(",")):
+            print_rows(sizes, batch, session_row(layers, sizes, batch, args.repeat,
+                                                 calibration))
+    if not args.skip_kernel:
+        kernel_rows(args.repeat)
 
 
 if __name__ == "__main__":

@@ -305,6 +305,21 @@ SIGNATURES = {
     "QuantizedMatMul": ("a, b, min_a, max_a, min_b, max_b -> out, min_out, max_out | T1:type, "
                         "T2:type, Toutput=type, transpose_a=bool, transpose_b=bool, "
                         "Tactivation=type"),
+    "QuantizedMatMulWithBias": ("a, b, bias, min_a, max_a, min_b, max_b -> out, min_out, "
+                                "max_out | T1:type, T2:type, Tbias:type, Toutput=type, "
+                                "transpose_a=bool, transpose_b=bool, input_quant_mode=string"),
+    "QuantizedMatMulWithBiasAndRelu": ("a, b, bias, min_a, max_a, min_b, max_b -> out, "
+                                       "min_out, max_out | T1:type, T2:type, Toutput=type, "
+                                       "transpose_a=bool, transpose_b=bool, "
+                                       "input_quant_mode=string"),
+    "QuantizedMatMulWithBiasAndReluAndRequantize": (
+        "a, b, bias, min_a, max_a, min_b, max_b, min_freezed_output, max_freezed_output -> out, "
+        "min_out, max_out | T1:type, T2:type, Tbias:type, Toutput=type, transpose_a=bool, "
+        "transpose_b=bool, input_quant_mode=string"),
+    "QuantizedMatMulWithBiasAndRequantize": (
+        "a, b, bias, min_a, max_a, min_b, max_b, min_freezed_output, max_freezed_output -> out, "
+        "min_out, max_out | T1:type, T2:type, Tbias:type, Toutput=type, transpose_a=bool, "
+        "transpose_b=bool, input_quant_mode=string"),
     "QuantizedMaxPool": ("input, min_input, max_input -> output, min_output, "
                          "max_output | T:type, ksize:list(int), strides:list(int), padding:string"),
     "QuantizedRelu": ("features, min_features, max_features -> activations, min_activations, "

@@ -1,15 +1,18 @@
 """Integer kernels for the quantized ops, following TF's quantization_utils.h: the scalar
 helpers in double precision as TF's are, the tensor conversions in float32 as TF's Eigen
-macros are, and products as exact int8 x int8 -> int32 matmuls (int8_matmul)."""
+macros are, and products as exact int8 x int8 -> int32 matmuls (int8_matmul). The fused
+MatMul + bias (+ Relu) + requantize ops run on fbgemm on the CPU (quantized_fbgemm)."""
 
 from __future__ import annotations
 
-import time
+import functools
+from dataclasses import dataclass
 
 import numpy as np
 import torch
 
 from engine import dtypes, errors
+from engine.kernels import quantized_fbgemm as fbgemm
 from engine.kernels.registry import kernel
 from engine.ops import windows
 
@@ -102,7 +105,10 @@ def quantize_eigen(x: torch.Tensor, lo: float, hi: float, dtype) -> torch.Tensor
     lower, upper = max(F32(low), F32(-2.147483648e09)), min(F32(high), F32(2.147483520e09))
     q = round_half_away(x.to(torch.float32) * _scalar(scale, x.device)) - \
         _scalar(F32(min_scaled - F32(low)), x.device)
-    return to_integers(q.clamp(float(lower), float(upper)), dtype)
+    q = q.clamp(float(lower), float(upper))
+    if dtype.size < 4:      # clamped into the type: only NaN is left to cast as x86 does
+        return torch.nan_to_num(q, nan=0.0).to(dtype.torch_dtype)   # (INT_MIN: low bits 0)
+    return to_integers(q, dtype)
 
 
 def dequantize_eigen(q: torch.Tensor, lo: float, hi: float, dtype) -> torch.Tensor:
@@ -155,21 +161,25 @@ def _centered(x: torch.Tensor, offset: int):
     return x, -offset
 
 
-# Products of int8 values are below 2^14, so a float32 GEMM over at most 1024 of them sums
-# integers below 2^24, every one of which float32 holds exactly: the result is exact.
-EXACT_FLOAT_K = 1024
-# "auto" picks, once per process, the faster of the two exact CPU products (torch._int_mm
-# is a scalar loop on CPUs without VNNI, 100x slower than float32 GEMM on AVX2 machines).
-CPU_INT8_BACKEND = "auto"
-_chosen: list[str] = []
+# The CPU's exact int8 product: "int_mm" (torch._int_mm, integer arithmetic; a scalar loop
+# on CPUs without VNNI, 270-570 ms at 256x1024x1024 on an AVX2 laptop) or the opt-in
+# "float32_gemm" (the same integers through float32 GEMM in exact blocks: bit-exact, but float
+# arithmetic standing in for integer, so never chosen by itself). fbgemm cannot give the int32
+# product: torch.ops.quantized.linear requantizes it to 8 bits. The fused ops' fast path is
+# quantized_fbgemm.
+CPU_INT8_BACKENDS = ("int_mm", "float32_gemm")
+CPU_INT8_BACKEND = "int_mm"
+# Products of int8 values are at most 2^14, so a float32 GEMM over at most 1024 of them sums
+# integers of at most 2^24, every one of which float32 holds exactly: the result is exact.
+FLOAT32_GEMM_K = 1024
 
 
-def exact_float_matmul(a8: torch.Tensor, b8: torch.Tensor) -> torch.Tensor:
-    """The exact int8 product on the CPU's float32 GEMM, in blocks of EXACT_FLOAT_K along
-    k, summed in int32."""
+def float32_gemm_matmul(a8: torch.Tensor, b8: torch.Tensor) -> torch.Tensor:
+    """The exact int8 product on float32 GEMM, in blocks of FLOAT32_GEMM_K along k, summed
+    in int32 (the opt-in "float32_gemm" backend)."""
     out = None
-    for start in range(0, a8.shape[1], EXACT_FLOAT_K):
-        stop = start + EXACT_FLOAT_K
+    for start in range(0, a8.shape[1], FLOAT32_GEMM_K):
+        stop = start + FLOAT32_GEMM_K
         part = torch.mm(a8[:, start:stop].to(torch.float32),
                         b8[start:stop].to(torch.float32)).to(torch.int32)
         out = part if out is None else out + part
@@ -177,33 +187,24 @@ def exact_float_matmul(a8: torch.Tensor, b8: torch.Tensor) -> torch.Tensor:
 
 
 def cpu_int8_backend() -> str:
-    if CPU_INT8_BACKEND != "auto":
-        return CPU_INT8_BACKEND
-    if not _chosen:
-        a = torch.ones((64, 256), dtype=torch.int8)
-        b = torch.ones((256, 256), dtype=torch.int8)
-        times = {}
-        for name, fn in (("int_mm", torch._int_mm), ("exact_float", exact_float_matmul)):
-            fn(a, b)
-            start = time.perf_counter()
-            fn(a, b)
-            times[name] = time.perf_counter() - start
-        _chosen.append(min(times, key=times.get))
-    return _chosen[0]
+    if CPU_INT8_BACKEND not in CPU_INT8_BACKENDS:
+        raise ValueError(f"engine.kernels.quantized.CPU_INT8_BACKEND is "
+                         f"{CPU_INT8_BACKEND!r}; choose one of {CPU_INT8_BACKENDS}")
+    return CPU_INT8_BACKEND
 
 
 def int8_matmul(a8: torch.Tensor, b8: torch.Tensor, pad: bool | None = None,
                 backend: str | None = None) -> torch.Tensor:
     """int8 x int8 -> int32 product, exact. On CUDA torch._int_mm, which wants more than 16
     rows and k, n multiples of 8: zero rows and columns pad other shapes. On the CPU the
-    faster exact backend (cpu_int8_backend)."""
+    backend given, else CPU_INT8_BACKEND."""
     m, k = a8.shape
     n = b8.shape[1]
     if m == 0 or n == 0 or k == 0:
         return torch.zeros((m, n), dtype=torch.int32, device=a8.device)
     if not (a8.device.type != "cpu" if pad is None else pad):
-        if (backend or cpu_int8_backend()) == "exact_float":
-            return exact_float_matmul(a8, b8)
+        if (backend or cpu_int8_backend()) == "float32_gemm":
+            return float32_gemm_matmul(a8, b8)
         return torch._int_mm(a8.contiguous(), b8.contiguous())
     rows = max(m, _MM_MIN_ROWS)
     inner = -(-max(k, 16) // _MM_MULTIPLE) * _MM_MULTIPLE
@@ -221,13 +222,14 @@ def wide_matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return torch.mm(a.to(torch.float64), b.to(torch.float64)).to(torch.int64).to(torch.int32)
 
 
-def offset_matmul(a: torch.Tensor, b: torch.Tensor, offset_a: int, offset_b: int) -> torch.Tensor:
+def offset_matmul(a: torch.Tensor, b: torch.Tensor, offset_a: int, offset_b: int,
+                  backend: str | None = None) -> torch.Tensor:
     """sum_k (a - offset_a)(b - offset_b) in int32, as TF's gemmlowp call computes it: one
     int8 matmul plus the row/column-sum corrections of the two offsets."""
     a8, ca = _centered(a, offset_a)
     b8, cb = _centered(b, offset_b)
     k = a8.shape[1]
-    out = int8_matmul(a8, b8)
+    out = int8_matmul(a8, b8, backend=backend)
     if ca:
         out = out + ca * b8.to(torch.int32).sum(0, keepdim=True, dtype=torch.int32)
     if cb:
@@ -240,6 +242,8 @@ def offset_matmul(a: torch.Tensor, b: torch.Tensor, offset_a: int, offset_b: int
 # -- kernels ---------------------------------------------------------------------------
 
 def _range(t) -> float:
+    if t.numel() == 1:
+        return float(t.item())
     return float(t.reshape(-1)[0]) if t.numel() else 0.0
 
 
@@ -591,3 +595,177 @@ def quantized_reshape(node, ctx):
                                 f"the requested shape is {wanted}") from None
         return _outputs(out, _range(input_min), _range(input_max))
     return run
+
+
+# -- fused MatMul + bias (+ Relu) (+ requantize): TF's oneDNN ops (mkl_qmatmul_op.cc) ----
+
+FUSED_IO = ("min_a", "max_a", "min_b", "max_b", "min_freezed_output", "max_freezed_output",
+            "min_out", "max_out")
+_FUSED_8 = {"T1": (dtypes.quint8,), "T2": (dtypes.qint8,), "Tbias": (dtypes.float32,
+                                                                    dtypes.qint32),
+            "Toutput": Q8}
+_FUSED_32 = dict(_FUSED_8, Toutput=Q32)
+
+
+@dataclass(frozen=True)
+class FusedScales:
+    """a = scale_a * (q_a - zero_a) (MIN_FIRST: (max-min)/255 and the integer zero point
+    TF's QuantizedMatMul uses; SCALED: max|range|/255, zero 0); b = scale_b * q_b with
+    scale_b = max|range|/127; acc_scale = scale_a * scale_b in float32, as fbgemm forms it."""
+    scale_a: F32
+    zero_a: int
+    scale_b: F32
+    acc_scale: F32
+
+
+def fused_scales(node, a_range, b_range) -> FusedScales:
+    mode = node.attr.get("input_quant_mode", "MIN_FIRST")
+    lo, hi = F32(a_range[0]), F32(a_range[1])
+    if mode == "MIN_FIRST" and not hi > lo:
+        raise invalid(node, f"max_a ({float(hi):g}) must be larger than min_a "
+                            f"({float(lo):g}) for input_quant_mode MIN_FIRST")
+    if mode != "MIN_FIRST" and lo == 0 and hi == 0:
+        raise invalid(node, "the range of a is empty: min_a and max_a are both 0")
+    if F32(b_range[0]) == 0 and F32(b_range[1]) == 0:
+        raise invalid(node, "the range of b is empty: min_b and max_b are both 0")
+    return _fused_scales(mode, float(lo), float(hi), float(F32(b_range[0])),
+                         float(F32(b_range[1])))
+
+
+@functools.lru_cache(maxsize=1024)      # calibrated graphs ask for the same ranges each step
+def _fused_scales(mode: str, lo: float, hi: float, lo_b: float, hi_b: float) -> FusedScales:
+    lo, hi = F32(lo), F32(hi)
+    if mode == "MIN_FIRST":
+        scale_a = F32(F32(hi - lo) / F32(255.0))
+        zero_a = float_to_quantized_unclamped(0.0, float(lo), float(hi), dtypes.quint8)
+    else:
+        scale_a, zero_a = F32(max(abs(lo), abs(hi)) / F32(255.0)), 0
+    scale_b = F32(max(abs(F32(lo_b)), abs(F32(hi_b))) / F32(127.0))
+    return FusedScales(scale_a, zero_a, scale_b, F32(scale_a * scale_b))
+
+
+def output_scale(node, lo: float, hi: float, tout) -> F32:
+    """The requantized output's step: max|freezed range| over 255 (quint8) or 127 (qint8)."""
+    top = max(abs(F32(lo)), abs(F32(hi)))
+    if top == 0 or not np.isfinite(top):
+        raise invalid(node, f"min_freezed_output and max_freezed_output ({lo:g}, {hi:g}) must "
+                            "give a finite, non-empty output range")
+    return F32(top / F32(255.0 if tout is dtypes.quint8 else 127.0))
+
+
+def _fused_operands(node, a, b, bias):
+    a = a.t() if node.attr["transpose_a"] else a
+    b_kn = b.t() if node.attr["transpose_b"] else b
+    if a.dim() != 2 or b_kn.dim() != 2 or a.shape[1] != b_kn.shape[0]:
+        raise invalid(node, f"Matrix size-incompatible: In[0]: {list(a.shape)}, In[1]: "
+                            f"{list(b_kn.shape)}")
+    if bias.dim() != 1 or bias.shape[0] != b_kn.shape[1]:
+        raise invalid(node, f"Must provide as many biases as the columns of the product: "
+                            f"bias {list(bias.shape)} vs. product [{a.shape[0]}, "
+                            f"{b_kn.shape[1]}]")
+    return a, b_kn
+
+
+def float_bias(bias: torch.Tensor, scales: FusedScales) -> torch.Tensor:
+    """The float32 bias fbgemm adds: a qint32 bias is in accumulator units (times acc_scale)."""
+    if bias.dtype == torch.int32:
+        return bias.to(torch.float32) * _scalar(scales.acc_scale, bias.device)
+    return bias.to(torch.float32)
+
+
+def accumulate(acc: torch.Tensor, bias_f: torch.Tensor, scales: FusedScales) -> torch.Tensor:
+    """fbgemm's float step: float32(acc) + bias / acc_scale, in float32."""
+    return acc.to(torch.float32) + bias_f / _scalar(scales.acc_scale, acc.device)
+
+
+def requantized_integer(a, b_kn, bias_f, scales: FusedScales, s_out: F32, tout,
+                        relu: bool) -> torch.Tensor:
+    """The integer path (CUDA, a virtual GPU, no fbgemm): the int32 accumulator from
+    offset_matmul, then fbgemm's requantization step for step, so both paths agree bit for
+    bit: rint-half-even(accumulate * float32(acc_scale / s_out)), clamped to the type."""
+    acc = offset_matmul(a, b_kn, scales.zero_a, 0)
+    scaled = accumulate(acc, bias_f, scales) * _scalar(F32(scales.acc_scale / s_out), acc.device)
+    low, high = LIMITS[tout]
+    return torch.round(scaled.clamp(0 if relu else low, high)).to(tout.torch_dtype)
+
+
+def _fbgemm_ready(ctx, a, scales: FusedScales) -> bool:
+    return ctx.device.device_type == "CPU" and a.device.type == "cpu" and fbgemm.usable() \
+        and 0 <= scales.zero_a <= 255 and min(a.shape[0], a.shape[1]) > 0
+
+
+def requantized_fbgemm(node, a, b, b_kn, bias, bias_f, scales, s_out, tout, relu):
+    product = fbgemm.Product(b, node.attr["transpose_b"], float(scales.scale_b), bias_f, bias)
+    zero_out = 0 if tout is dtypes.quint8 else 128      # qint8 rides as quint8 shifted by 128
+    out = product.run(a, float(scales.scale_a), scales.zero_a, float(s_out), zero_out, relu)
+    if tout is dtypes.qint8:
+        return torch.bitwise_xor(out, 128).view(torch.int8)
+    return out
+
+
+def _fused_requantize(node, ctx, relu: bool):
+    tout = node.attr["Toutput"]
+
+    def run(a, b, bias, min_a, max_a, min_b, max_b, min_freezed, max_freezed):
+        a_mk, b_kn = _fused_operands(node, a, b, bias)
+        scales = fused_scales(node, (_range(min_a), _range(max_a)), (_range(min_b),
+                                                                     _range(max_b)))
+        lo, hi = _range(min_freezed), _range(max_freezed)
+        s_out = output_scale(node, lo, hi, tout)
+        bias_f = float_bias(bias, scales)
+        if _fbgemm_ready(ctx, a_mk, scales):
+            out = requantized_fbgemm(node, a_mk, b, b_kn, bias, bias_f, scales, s_out, tout,
+                                     relu)
+        else:
+            out = requantized_integer(a_mk, b_kn, bias_f, scales, s_out, tout, relu)
+        return _outputs(out, lo, hi)
+    return run
+
+
+@kernel("QuantizedMatMulWithBiasAndRequantize", CPU=_FUSED_8, GPU=_FUSED_8,
+        host_memory=FUSED_IO)
+def quantized_mat_mul_with_bias_and_requantize(node, ctx):
+    return _fused_requantize(node, ctx, relu=False)
+
+
+@kernel("QuantizedMatMulWithBiasAndReluAndRequantize", CPU=_FUSED_8, GPU=_FUSED_8,
+        host_memory=FUSED_IO)
+def quantized_mat_mul_with_bias_and_relu_and_requantize(node, ctx):
+    return _fused_requantize(node, ctx, relu=True)
+
+
+def mkl_product_range(a_range, b_range) -> tuple[float, float]:
+    """MklQuantizationRangeForMultiplication<quint8, qint8, qint32>: qint8's level counts
+    254 steps (its range is taken as symmetric, [-127, 127])."""
+    level_a = F32(F32(F32(a_range[1]) - F32(a_range[0])) / F32(255.0))
+    level_b = F32(F32(F32(b_range[1]) - F32(b_range[0])) / F32(254.0))
+    quantum = F32(level_a * level_b)
+    return float(F32(quantum * F32(-(1 << 31)))), float(F32(quantum * F32((1 << 31) - 1)))
+
+
+def _fused_int32(node, relu: bool):
+    def run(a, b, bias, min_a, max_a, min_b, max_b):
+        a_mk, b_kn = _fused_operands(node, a, b, bias)
+        ra, rb = (_range(min_a), _range(max_a)), (_range(min_b), _range(max_b))
+        scales = fused_scales(node, ra, rb)
+        acc = offset_matmul(a_mk, b_kn, scales.zero_a, 0)
+        if bias.dtype == torch.int32:
+            out = acc + bias
+        else:       # float bias in accumulator units, rounded half to even as fbgemm rounds
+            low, high = LIMITS[dtypes.qint32]
+            total = accumulate(acc, bias.to(torch.float32), scales).to(torch.float64)
+            out = torch.round(total.clamp(low, high)).to(torch.int32)
+        return _outputs(out.clamp(min=0) if relu else out, *mkl_product_range(ra, rb))
+    return run
+
+
+@kernel("QuantizedMatMulWithBias", CPU=_FUSED_32, GPU=_FUSED_32,
+        host_memory=FUSED_IO[:4] + FUSED_IO[6:])
+def quantized_mat_mul_with_bias(node, ctx):
+    return _fused_int32(node, relu=False)
+
+
+@kernel("QuantizedMatMulWithBiasAndRelu", CPU=_FUSED_32, GPU=_FUSED_32,
+        host_memory=FUSED_IO[:4] + FUSED_IO[6:])
+def quantized_mat_mul_with_bias_and_relu(node, ctx):
+    return _fused_int32(node, relu=True)

@@ -42,11 +42,11 @@ def _float32_inputs(op, slots, names) -> None:
                             f"{dtype.name} that does not match expected type of float32.")
 
 
-def _scalar_ranges(op, first: int, count: int = 2) -> None:
+def _scalar_ranges(op, first: int, count: int = 2, names=None) -> None:
     """Range inputs are float32 scalars (TF: "must be rank 0")."""
     for i in range(first, first + count):
         t = op.inputs[i]
-        _float32_inputs(op, (i,), (f"{i}",))
+        _float32_inputs(op, (i,), (names[i - first] if names else f"{i}",))
         if t.shape.ndims not in (None, 0):
             raise shape_error(op, f"Shape must be rank 0 but is rank {t.shape.ndims}")
 
@@ -258,6 +258,34 @@ def _reshape_infer(op):
                        TensorShape([None if d == -1 else d for d in dims]))
 
 
+# TF's type list for the fused MatMul ops' a, b and Toutput, in its order.
+FUSED_TYPES = (dtypes.qint8, dtypes.quint8, dtypes.qint32, dtypes.qint16, dtypes.quint16)
+INPUT_QUANT_MODES = ("MIN_FIRST", "SCALED")
+FUSED_RANGES = ("min_a", "max_a", "min_b", "max_b", "min_freezed_output", "max_freezed_output")
+
+
+def _fused_mat_mul_infer(op, ranges: int, bias_types=(dtypes.float32, dtypes.qint32)):
+    """QuantizedMatMulWithBias[AndRelu][AndRequantize]: a [m, k], b [k, n] (after the
+    transposes), bias rank 1 (TF does not check its length while building), and `ranges`
+    float32 scalars: min/max of a and b, then the freezed output range."""
+    _quantized_input(op, 0, "a", FUSED_TYPES)
+    _quantized_input(op, 1, "b", FUSED_TYPES)
+    check_dtype_allowed(op, op.inputs[2].dtype, bias_types, arg="bias")
+    _scalar_ranges(op, 3, ranges, FUSED_RANGES)
+    check_dtype_allowed(op, op.attrs["Toutput"], FUSED_TYPES, arg="Toutput")
+    windows.check_choice(op.type, "input_quant_mode",
+                         op.attrs.get("input_quant_mode", "MIN_FIRST"), INPUT_QUANT_MODES)
+    bias = op.inputs[2].shape
+    if bias.ndims is not None and bias.ndims != 1:
+        raise shape_error(op, f"Shape must be rank 1 but is rank {bias.ndims}")
+    a, b = _matrix(op, 0), _matrix(op, 1)
+    m, k = a[::-1] if op.attrs["transpose_a"] else a
+    k2, n = b[::-1] if op.attrs["transpose_b"] else b
+    if k is not None and k2 is not None and k != k2:
+        raise shape_error(op, f"Dimensions must be equal, but are {k} and {k2}")
+    return _with_range(op.attrs["Toutput"], TensorShape([m, n]))
+
+
 def _product(dims) -> int:
     out = 1
     for d in dims:
@@ -279,6 +307,12 @@ register_op("QuantizedAvgPool", _pool_infer)
 register_op("QuantizedConv2D", _conv2d_infer)
 register_op("QuantizedConcat", _concat_infer)
 register_op("QuantizedReshape", _reshape_infer)
+register_op("QuantizedMatMulWithBias", lambda op: _fused_mat_mul_infer(op, 4))
+register_op("QuantizedMatMulWithBiasAndRelu",
+            lambda op: _fused_mat_mul_infer(op, 4, bias_types=(dtypes.float32,)))
+register_op("QuantizedMatMulWithBiasAndRequantize", lambda op: _fused_mat_mul_infer(op, 6))
+register_op("QuantizedMatMulWithBiasAndReluAndRequantize",
+            lambda op: _fused_mat_mul_infer(op, 6))
 
 
 # -- graph builders ------------------------------------------------------------------------

@@ -73,6 +73,22 @@ SPECS = {
                                ("input_max", "f")), _RANGE_OUT, {},
                               {"T": "tensor", "Tshape": "shape"}),
 }
+_FUSED_IN = (("a", "q"), ("b", "q"), ("bias", "q"), ("min_a", "f"), ("max_a", "f"),
+             ("min_b", "f"), ("max_b", "f"))
+_FUSED_ATTRS = {"transpose_a": False, "transpose_b": False, "input_quant_mode": "MIN_FIRST"}
+_FUSED_OUT = ("out", "min_out", "max_out")
+_TYPED = {"T1": "a", "T2": "b", "Tbias": "bias"}
+SPECS.update({
+    "QuantizedMatMulWithBias": RawOp(_FUSED_IN, _FUSED_OUT, dict(_FUSED_ATTRS, Toutput=_Q),
+                                     _TYPED),
+    "QuantizedMatMulWithBiasAndRelu": RawOp(_FUSED_IN, _FUSED_OUT,
+                                            dict(_FUSED_ATTRS, Toutput=_Q),
+                                            {"T1": "a", "T2": "b"}),
+    **{op: RawOp(_FUSED_IN + (("min_freezed_output", "f"), ("max_freezed_output", "f")),
+                 _FUSED_OUT, dict(_FUSED_ATTRS, Toutput=dtypes.quint8), _TYPED)
+       for op in ("QuantizedMatMulWithBiasAndRequantize",
+                  "QuantizedMatMulWithBiasAndReluAndRequantize")},
+})
 _TUPLES = {op: namedtuple(op, spec.outputs) for op, spec in SPECS.items()
            if len(spec.outputs) > 1}
 

@@ -257,8 +257,10 @@ def dequantize_as(p: _Pass, original: NodeDef, q8: str) -> None:
 # -- eightbit mode: one rule per op type ---------------------------------------------------------
 
 def _core(p: _Pass, n: NodeDef, op: str, tag: str, inputs: list, attrs: dict) -> str:
-    return p.emit(n.name, NodeDef(p.name(f"{n.name}_eightbit_{tag}"), op, inputs, attr=attrs),
-                  n.device)
+    """The quantized op standing for n; it takes over n's control inputs."""
+    controls = [f"^{c}" for c in n.control_inputs()]
+    return p.emit(n.name, NodeDef(p.name(f"{n.name}_eightbit_{tag}"), op, inputs + controls,
+                                  attr=attrs), n.device)
 
 
 def _two_input_rule(op: str, tag: str, attrs_of: Callable[[NodeDef], dict], requantize=True):

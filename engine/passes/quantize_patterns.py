@@ -83,8 +83,10 @@ def fused_dense(p: _Pass, mat_mul: NodeDef) -> bool:
     bias = _const_input(p, bias_add, 1, 1)
     relu = _only_consumer(p, bias_add, "Relu")
     last = relu if relu is not None and _float32(relu) else bias_add
+    if weight is None or bias is None:
+        return False
     frozen = p.range_of(last.name)
-    if weight is None or bias is None or frozen is None:
+    if frozen is None:
         return False
     # quint8 holds no negative value: a fused op without Relu gives qint8 (scale max|range|
     # / 127), which Dequantize reads in SCALED mode.

@@ -103,6 +103,9 @@ def run_quantize(graph: Path, mode: str, out: Path, calibration: int | None = No
     out.parent.mkdir(parents=True, exist_ok=True)
     save_graph(result.graph_def, out)
     say(f"Wrote {out} ({len(result.graph_def.node)} nodes)")
+    if result.kept_float:
+        say("Kept in float (no quantized form): " + ", ".join(
+            f"{name} ({original.by_name(name).op})" for name in result.kept_float))
     scores = {}
     for label, graph_def in (("float", original), ("quantized", result.graph_def)):
         scores[label] = accuracy(graph_def, dataset.test_images, dataset.test_labels,

@@ -161,6 +161,15 @@ def test_a_float64_matmul_is_kept_with_its_reason():
     assert "QuantizedMatMul" not in ops(result.graph_def)
 
 
+def test_the_quantized_op_keeps_the_control_inputs_of_the_node_it_replaces():
+    def f(x):
+        first = tf.identity(x, name="first")
+        with tf.control_dependencies([first.op]):
+            tf.nn.relu(x, name="out")
+    gd, _ = quantize_graph(build(f, [None, 3]), "eightbit", output_names=["out", "first"])
+    assert "^first" in gd.by_name("out_eightbit_quantized").input
+
+
 def test_bad_mode_and_unknown_output_are_refused(mlp):
     with pytest.raises(errors.InvalidArgumentError, match="mode 'round' is not one of"):
         quantize_graph(mlp, "round")
@@ -308,6 +317,31 @@ def test_digits_mlp_with_run_time_ranges_agrees_with_float(mlp, data):
     pred = run(quantize_graph(mlp).graph_def, "probabilities:0",
                {"images:0": test.images}).argmax(1)
     assert np.mean(pred == base) >= 0.98
+
+
+# TensorFlow 2.21 (tf.raw_ops in graph mode) running the eightbit MLP this pass writes (fuse off,
+# calibrated on train[:1000]) on the 360 test images: logits/BiasAdd of the first two; over all
+# of them TF's and the engine's probabilities agree to 3e-7 (run-time ranges and calibrated).
+TF_LOGITS = {
+    "run-time": [[-9.39425, -3.3723, -10.11689, -2.89054, -2.1679, 3.3723, -13.00743, 15.17533,
+                  -4.33581, -4.09493],
+                 [0.24088, -12.76655, -7.22635, 2.89054, -8.9125, 5.29932, -10.11689, -4.81757,
+                  0.0, 15.41621]],
+    "calibrated": [[-9.21333, -3.22466, -9.44366, -2.764, -1.61233, 3.22467, -12.438, 15.202,
+                    -4.37633, -3.91566],
+                   [0.691, -12.20766, -6.91, 2.99433, -8.75266, 5.06733, -9.674, -4.37633,
+                    0.23034, 14.74133]],
+}
+
+
+@pytest.mark.parametrize("ranges", sorted(TF_LOGITS))
+def test_the_eightbit_mlp_gives_tensorflows_numbers(mlp, data, ranges):
+    calibration = calibrate(mlp, {"images": data.train.images[:1000]}) \
+        if ranges == "calibrated" else None
+    gd = quantize_graph(mlp, "eightbit", calibration=calibration, fuse=False).graph_def
+    # Run-time ranges are the batch's: feed the whole test split, as TF was fed.
+    got = run(gd, "logits/BiasAdd:0", {"images:0": data.test.images})[:2]
+    np.testing.assert_allclose(got, TF_LOGITS[ranges], atol=1e-5)
 
 
 # -- the fused pattern (i9-qfast's QuantizedMatMulWithBias*AndRequantize kernels) ---------------

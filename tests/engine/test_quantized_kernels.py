@@ -200,11 +200,26 @@ def test_int8_product_is_exact_with_and_without_the_padding_cuda_needs(shape):
     a = torch.from_numpy(rng.integers(-128, 128, size=(m, k)).astype(np.int8))
     b = torch.from_numpy(rng.integers(-128, 128, size=(k, n)).astype(np.int8))
     want = a.numpy().astype(np.int64) @ b.numpy().astype(np.int64)
-    for backend in ("int_mm", "exact_float"):
+    for backend in qk.CPU_INT8_BACKENDS:
         got = qk.int8_matmul(a, b, pad=False, backend=backend)
         assert got.dtype == torch.int32
         np.testing.assert_array_equal(got.numpy(), want)
     np.testing.assert_array_equal(qk.int8_matmul(a, b, pad=True).numpy(), want)
+
+
+def test_the_cpu_product_is_integer_arithmetic_unless_float32_gemm_is_asked_for(monkeypatch):
+    # torch._int_mm by default; the float32 GEMM stand-in only when chosen, by name.
+    assert qk.CPU_INT8_BACKEND == "int_mm" == qk.cpu_int8_backend()
+    calls = []
+    monkeypatch.setattr(qk, "float32_gemm_matmul", lambda a, b: calls.append(1))
+    qk.int8_matmul(torch.ones((2, 3), dtype=torch.int8), torch.ones((3, 2), dtype=torch.int8))
+    assert calls == []
+    monkeypatch.setattr(qk, "CPU_INT8_BACKEND", "float32_gemm")
+    qk.int8_matmul(torch.ones((2, 3), dtype=torch.int8), torch.ones((3, 2), dtype=torch.int8))
+    assert calls == [1]
+    monkeypatch.setattr(qk, "CPU_INT8_BACKEND", "auto")
+    with pytest.raises(ValueError, match="CPU_INT8_BACKEND is 'auto'; choose one of"):
+        qk.cpu_int8_backend()
 
 
 def test_the_float32_backend_is_exact_at_its_worst_case_over_several_blocks():
@@ -213,10 +228,10 @@ def test_the_float32_backend_is_exact_at_its_worst_case_over_several_blocks():
     k = 2500
     a = torch.full((3, k), -128, dtype=torch.int8)
     b = torch.full((k, 2), -128, dtype=torch.int8)
-    got = qk.exact_float_matmul(a, b)
+    got = qk.float32_gemm_matmul(a, b)
     assert got.dtype == torch.int32 and got.tolist() == [[k * 16384] * 2] * 3
     a[0, 1] = 127
-    assert qk.exact_float_matmul(a, b)[0, 0].item() == (k - 1) * 16384 - 127 * 128
+    assert qk.float32_gemm_matmul(a, b)[0, 0].item() == (k - 1) * 16384 - 127 * 128
 
 
 # -- Requantize, RequantizationRange, QuantizeDownAndShrinkRange -----------------------

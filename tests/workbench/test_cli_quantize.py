@@ -38,6 +38,7 @@ def test_eightbit_calibrated_writes_the_graph_and_the_report(tmp_path, capsys):
     assert any(op.startswith("QuantizedMatMul") for op in ops)
     assert "RequantizationRange" not in ops and "MatMul" not in ops
     assert "calibrate [" in captured.err and "evaluate quantized [" in captured.err
+    assert "Kept in float (no quantized form): probabilities (Softmax)\n" in captured.err
     assert captured.out.startswith("eightbit: accuracy ") and captured.out.count("\n") == 1
 
 

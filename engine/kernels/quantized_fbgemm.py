@@ -1,0 +1,176 @@
+"""The u8 x s8 matmul with bias and requantization on fbgemm (torch.ops.quantized.linear /
+linear_relu, aten ops): each weight tensor prepacked once and cached, and a guard that keeps
+the product exact where fbgemm sums pairs of products in int16 with saturation."""
+
+from __future__ import annotations
+
+import threading
+import warnings
+import weakref
+from dataclasses import dataclass
+
+import torch
+
+ENGINES = ("x86", "fbgemm")
+# fbgemm's AVX2 kernels (vpmaddubsw) add the products of adjacent k pairs into an int16 with
+# saturation; with VNNI they go straight to int32. A pair is exact while it stays in int16.
+INT16_MAX, INT16_MIN = 32767, -32768
+U8_MAX = 255
+
+_lock = threading.RLock()      # re-entered when a weight dies during a pack
+_probe: list[bool] = []                      # [pairs_saturate], measured once per process
+_cache: dict[int, _Entry] = {}             # id(weight tensor) -> its prepacked forms
+
+
+_BUILT_IN = any(e in torch.backends.quantized.supported_engines for e in ENGINES)
+
+
+def usable() -> bool:
+    """fbgemm is built in and the quantized engine torch uses is one that runs it."""
+    return _BUILT_IN and torch.backends.quantized.engine in ENGINES
+
+
+def _quantized(values: torch.Tensor, scale: float, zero_point: int) -> torch.Tensor:
+    return torch._make_per_tensor_quantized_tensor(values, scale, zero_point)
+
+
+def _first_creation_quietly() -> None:
+    """torch 2.13 warns, once per process, that creating quint8/qint8 tensors is deprecated
+    (Quantizer.cpp; the aten ops themselves do not warn): spend that one warning here."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r"torch\.quantize_per_tensor")
+        _quantized(torch.zeros(1, dtype=torch.uint8), 1.0, 0)
+
+
+def pairs_saturate() -> bool:
+    """Whether this CPU's fbgemm clips a pair 255 * 127 + 255 * 127 (64770) to 32767."""
+    with _lock:
+        if not _probe:
+            _first_creation_quietly()
+            a = _quantized(torch.full((1, 2), U8_MAX, dtype=torch.uint8), 1.0, 0)
+            w = _quantized(torch.full((1, 2), 127, dtype=torch.int8), 1.0, 0)
+            packed = torch.ops.quantized.linear_prepack(w, None)
+            # Output scale 254: an exact 64770 gives 255, a saturated 32767 gives 129.
+            out = torch.ops.quantized.linear(a, packed, 254.0, 0).int_repr()
+            _probe.append(int(out[0, 0]) != U8_MAX)
+        return _probe[0]
+
+
+def safe_activation_max(w_nk: torch.Tensor) -> int:
+    """The largest a value for which no adjacent pair w[j, 2p] * a + w[j, 2p+1] * a' leaves
+    int16, for every output j: a >= 0, so the positive and negative parts bound the pair."""
+    pairs = _pair_view(w_nk)
+    top = int(pairs.clamp(min=0).sum(-1).max()) if pairs.numel() else 0
+    bottom = int(pairs.clamp(max=0).sum(-1).min()) if pairs.numel() else 0
+    limits = [U8_MAX]
+    if top > 0:
+        limits.append(INT16_MAX // top)
+    if bottom < 0:
+        limits.append(INT16_MIN // bottom)
+    return min(limits)
+
+
+def _pair_view(w_nk: torch.Tensor) -> torch.Tensor:
+    """[n, k/2, 2] int32 pairs along k (an odd k pads one zero)."""
+    w = w_nk.to(torch.int32)
+    if w.shape[1] % 2:
+        w = torch.cat([w, torch.zeros((w.shape[0], 1), dtype=torch.int32)], dim=1)
+    return w.reshape(w.shape[0], -1, 2)
+
+
+def spread_columns(w_nk: torch.Tensor) -> torch.Tensor:
+    """A k' index (k <= k' <= 2k, -1 for a zero column) that gives each row of an unsafe pair
+    a zero partner: one u8 value times one s8 weight, at most 255 * 128, never saturates."""
+    pairs = _pair_view(w_nk)
+    unsafe = (pairs.clamp(min=0).sum(-1).amax(0) * U8_MAX > INT16_MAX) | \
+        (pairs.clamp(max=0).sum(-1).amin(0) * U8_MAX < INT16_MIN)
+    index = []
+    k = w_nk.shape[1]
+    for p, bad in enumerate(unsafe.tolist()):
+        rows = [r for r in (2 * p, 2 * p + 1) if r < k]
+        index.extend([rows[0], -1, *rows[1:], -1] if bad else rows)
+    return torch.tensor(index, dtype=torch.long)
+
+
+@dataclass
+class _Entry:
+    """One weight tensor's prepacked forms, valid while both tensors live and key matches
+    (an id alone could name a newer tensor in a dead one's memory)."""
+    ref: weakref.ref
+    bias_ref: weakref.ref
+    key: tuple
+    packed: object
+    safe_max: int
+    w_nk: torch.Tensor | None = None   # kept only where some a could saturate a pair
+    spread: tuple | None = None        # (column index, packed spread weights), made on need
+
+
+def _tensor_key(t: torch.Tensor) -> tuple:
+    return (t._version, t.data_ptr(), tuple(t.shape), t.dtype)
+
+
+def _forget(weight_id: int):
+    def callback(_ref, lock=_lock, cache=_cache) -> None:    # bound: at exit globals go
+        with lock:
+            cache.pop(weight_id, None)
+    return callback
+
+
+class Product:
+    """One fused op's weights on fbgemm: b (qint8 as int8, [k, n], or [n, k] when
+    transpose_b) with scale_b, and the float32 bias fbgemm adds."""
+
+    def __init__(self, b: torch.Tensor, transpose_b: bool, scale_b: float,
+                 bias: torch.Tensor, bias_source: torch.Tensor):
+        key = (_tensor_key(b), transpose_b, scale_b, _tensor_key(bias_source),
+               tuple(bias.tolist()) if bias is not bias_source else None)
+        with _lock:
+            entry = _cache.get(id(b))
+            if entry is None or entry.ref() is not b or entry.bias_ref() is not bias_source \
+                    or entry.key != key:
+                entry = self._pack(b, transpose_b, scale_b, bias, bias_source, key)
+                _cache[id(b)] = entry
+        self.entry, self.scale_b, self.bias = entry, scale_b, bias
+
+    @staticmethod
+    def _pack(b, transpose_b, scale_b, bias, bias_source, key) -> _Entry:
+        saturates = pairs_saturate()
+        w_nk = (b if transpose_b else b.t()).contiguous()
+        packed = torch.ops.quantized.linear_prepack(_quantized(w_nk, scale_b, 0), bias)
+        safe = safe_activation_max(w_nk) if saturates else U8_MAX
+        return _Entry(weakref.ref(b, _forget(id(b))), weakref.ref(bias_source), key, packed,
+                      safe, w_nk if safe < U8_MAX else None)
+
+    def _spread(self):
+        entry = self.entry
+        with _lock:
+            if entry.spread is None:
+                entry.spread = self._packed_spread(entry)
+        return entry.spread
+
+    def _packed_spread(self, entry: _Entry) -> tuple:
+        index = spread_columns(entry.w_nk)
+        padded = torch.cat([entry.w_nk, torch.zeros((entry.w_nk.shape[0], 1),
+                                                    dtype=torch.int8)], dim=1)
+        w = padded[:, index].contiguous()
+        return index, torch.ops.quantized.linear_prepack(_quantized(w, self.scale_b, 0),
+                                                         self.bias)
+
+    def run(self, a: torch.Tensor, scale_a: float, zero_a: int, scale_out: float,
+            zero_out: int, relu: bool) -> torch.Tensor:
+        """u8 [m, k] -> u8 [m, n]: clamp(rint((acc + bias / (s_a s_b)) * s_a s_b / s_out) +
+        zero_out), acc = sum (a - zero_a) b in int32, exact (no pair saturates)."""
+        packed = self.entry.packed
+        if self.entry.safe_max < U8_MAX and a.numel() and int(a.max()) > self.entry.safe_max:
+            index, packed = self._spread()
+            a = torch.cat([a, torch.full((a.shape[0], 1), zero_a, dtype=torch.uint8)],
+                          dim=1)[:, index]
+        op = torch.ops.quantized.linear_relu if relu else torch.ops.quantized.linear
+        out = op(_quantized(a.contiguous(), scale_a, zero_a), packed, scale_out, zero_out)
+        return out.int_repr()
+
+
+def cached_weight_ids() -> set[int]:
+    """The ids of the weight tensors that hold a prepacked form."""
+    with _lock:
+        return set(_cache)
