@@ -3,6 +3,9 @@ real samples, and `quantize`, which does both."""
 
 from __future__ import annotations
 
+import sys
+import types
+
 from engine.graph_def import GraphDef
 from engine.passes.quantize_graph import QuantizeResult, Ranges, quantize_graph
 from engine.quantize.calibration import calibrate
@@ -23,3 +26,15 @@ def quantize(graph_def: GraphDef, mode: str = "eightbit", calibration_samples: d
     if calibration_samples is not None and mode == "eightbit":
         ranges = calibrate(graph_def, calibration_samples, batch_size=batch_size)
     return quantize_graph(graph_def, mode, calibration=ranges, output_names=output_names)
+
+
+class _CallablePackage(types.ModuleType):
+    """Importing this package makes `engine.quantize` (tf.quantize under `import engine as
+    tf`) name the package instead of TF's quantize op; calling it still runs the op."""
+
+    def __call__(self, *args, **kwargs):
+        from engine.ops.quantized_ops import quantize as quantize_op
+        return quantize_op(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallablePackage

@@ -63,6 +63,7 @@ def compare(original: GraphDef, quantized: Any, feeds: Mapping[str, Any],
     for node in order:
         members = standing.get(node.name)
         if not members:
+            skipped[node.name] = "no node of the quantized graph stands for it alone"
             continue
         reason = _comparable(node)
         if reason:

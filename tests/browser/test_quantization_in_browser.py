@@ -45,14 +45,14 @@ def test_the_page_draws_both_graphs_and_links_the_selection(dash_duo, tmp_path):
     assert right_o <= left_q and right_q <= 1280 and min(width_o, width_q) > 300
 
     leaf, _border, count = WebDriverWait(dash_duo.driver, 10).until(
-        lambda d: leaf_for(dash_duo, QUANTIZED_CY, "dense/MatMul"))
+        lambda d: leaf_for(dash_duo, QUANTIZED_CY, "dense_1/Relu"))
     assert count >= 1
     click_node_in(dash_duo, QUANTIZED_CY, leaf)
-    dash_duo.wait_for_contains_text("#quantization-details-div", "Selected: dense/MatMul")
+    dash_duo.wait_for_contains_text("#quantization-details-div", "Selected: dense_1/Relu")
     dash_duo.wait_for_element("#quantization-outputs-graph .barlayer")
     dash_duo.wait_for_element("#quantization-error-graph .barlayer")
     outlined = WebDriverWait(dash_duo.driver, 10).until(
-        lambda d: (found := leaf_for(dash_duo, ORIGINAL_CY, "dense/MatMul"))
+        lambda d: (found := leaf_for(dash_duo, ORIGINAL_CY, "dense_1/Relu"))
         and found[1] == "4px" and found)
     assert outlined
     assert dash_duo.driver.execute_script(

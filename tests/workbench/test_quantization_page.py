@@ -88,7 +88,7 @@ def test_both_graphs_are_painted_by_sqnr_with_the_flagged_node_marked(runs):
     assert "graph version 2" in line
     quantized = leaves(elements)
     stands = {e["data"]["original"] for e in quantized.values()}
-    assert {"dense/MatMul", "dense/Relu", runs.flagged} <= stands
+    assert {"dense_1/Relu", "dense/Relu", runs.flagged} <= stands
     flagged_leaves = [e for e in quantized.values() if "flagged" in e["classes"]]
     assert flagged_leaves and all(e["data"]["original"] == runs.flagged
                                   for e in flagged_leaves)
@@ -102,24 +102,24 @@ def test_a_click_in_either_graph_selects_the_original_node_in_both(runs):
     assert page.select(None, None, None, runs.run, COMPARISON, asked) == "dense/Relu"
     elements = page.draw_side(QUANTIZED, runs.run, COMPARISON)[0]
     leaf = next(e for e in leaves(elements).values()
-                if e["data"]["original"] == "dense/MatMul")
-    tap = {"id": leaf["data"]["id"], "kind": "op", "original": "dense/MatMul"}
-    assert page.select(QUANTIZED_CY, None, tap, runs.run, COMPARISON, query) == "dense/MatMul"
+                if e["data"]["original"] == "dense_1/Relu")
+    tap = {"id": leaf["data"]["id"], "kind": "op", "original": "dense_1/Relu"}
+    assert page.select(QUANTIZED_CY, None, tap, runs.run, COMPARISON, query) == "dense_1/Relu"
     forged = {**tap, "original": "not/a/node"}
     assert page.select(ORIGINAL_CY, forged, None, runs.run, COMPARISON, query) is no_update
     assert page.select(ORIGINAL_CY, "junk", None, runs.run, COMPARISON, query) is no_update
-    style = page.side_style("dense/MatMul")
-    assert style[-1]["selector"] == 'node[original = "dense/MatMul"]'
+    style = page.side_style("dense_1/Relu")
+    assert style[-1]["selector"] == 'node[original = "dense_1/Relu"]'
     assert style[-1]["style"]["border-width"] == 4
     assert page.side_style("") == page.side_style(None)
 
 
 def test_the_selected_node_shows_its_histograms_and_metrics(runs, text_of):
     record = comparison(runs)
-    shown = page.details(runs.run, COMPARISON, "dense/MatMul")
+    shown = page.details(runs.run, COMPARISON, "dense_1/Relu")
     text = text_of(shown)
-    node = next(n for n in record.nodes if n.original == "dense/MatMul")
-    assert "dense/MatMul_eightbit_requantize" in text and f"{node.sqnr_db:.2f} dB" in text
+    node = next(n for n in record.nodes if n.original == "dense_1/Relu")
+    assert node.compared in text and f"{node.sqnr_db:.2f} dB" in text
     assert f"{node.mse:.4g}" in text and "cosine similarity" in text
     graphs = [c for c in shown.children[2].children]
     outputs, error = (g.children.figure for g in graphs)
@@ -139,16 +139,16 @@ def test_a_run_without_a_comparison_says_how_to_record_one(runs, text_of):
 
 
 CALLBACKS = {
-    "run_choice": (page.run_choice, lambda r: ({"run": r.run, "node": "dense/MatMul"},)),
+    "run_choice": (page.run_choice, lambda r: ({"run": r.run, "node": "dense_1/Relu"},)),
     "comparison_choice": (page.comparison_choice, lambda r: (r.run,)),
     "costs": (page.costs, lambda r: (r.run,)),
     "overview": (page.overview, lambda r: (r.run, COMPARISON)),
     "draw_side": (page.draw_side, lambda r: (ORIGINAL, r.run, COMPARISON)),
     "select": (page.select, lambda r: (QUANTIZED_CY, None, {"id": "x", "kind": "op",
-                                                            "original": "dense/MatMul"},
+                                                            "original": "dense_1/Relu"},
                                        r.run, COMPARISON, {"run": r.run})),
-    "details": (page.details, lambda r: (r.run, COMPARISON, "dense/MatMul")),
-    "style": (page._guarded_style, lambda r: ("dense/MatMul",)),
+    "details": (page.details, lambda r: (r.run, COMPARISON, "dense_1/Relu")),
+    "style": (page._guarded_style, lambda r: ("dense_1/Relu",)),
 }
 
 
