@@ -21,6 +21,7 @@ from workbench.pages import (
     images,
     placement,
     pruning,
+    quantization,
     replay,
     runs,
     scalars,
@@ -28,7 +29,7 @@ from workbench.pages import (
 )
 
 PAGES = (runs, graph, placement, scalars, histograms, images, timeline, alerts, compare,
-         replay, pruning)
+         replay, pruning, quantization)
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
 TITLE = "Workbench"
 NAV_ID = "app-nav-div"

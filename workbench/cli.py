@@ -84,6 +84,22 @@ def _add_quantize_parser(commands) -> None:
                                "from its training split, accuracy on its held-out split "
                                "(default: digits, the digits MLP and CNN samples; input "
                                "'images', output 'probabilities')")
+    _add_record_option(quantize)
+
+
+def _add_record_option(quantize) -> None:
+    quantize.add_argument("--record", type=Path, default=None, metavar="LOGDIR",
+                          help="also record both graphs, the per-node comparison and the "
+                               "cost table into a new run in LOGDIR, for the Quantization page")
+
+
+def record_quantized(args: argparse.Namespace) -> None:
+    """--record LOGDIR: the quantized graph compared with the float one, into a new run."""
+    from engine.quantize.report import record_quantize_job
+    path = record_quantize_job(args.record, args.graph, args.mode, args.calibration,
+                               args.data, say=lambda line: print(line, file=sys.stderr,
+                                                                 flush=True))
+    print(f"recorded the comparison in {path}", flush=True)
 
 
 def _progress_bar(label: str, stream=None):
@@ -115,6 +131,12 @@ def quantize(args: argparse.Namespace) -> int:
     print(f"{body['mode']}: accuracy {body['float_accuracy']:.4f} float, "
           f"{body['quantized_accuracy']:.4f} quantized; {body['float_bytes']:,} bytes float, "
           f"{body['quantized_bytes']:,} quantized ({body['size_ratio']:.2f}x)", flush=True)
+    if args.record is not None:
+        try:
+            record_quantized(args)
+        except (OSError, OpError) as exc:
+            print(f"workbench: error: {exc}", file=sys.stderr)
+            return 2
     return 0
 
 

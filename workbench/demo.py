@@ -3,9 +3,11 @@ pinned to CPU and two virtual GPUs so the partition cuts are visible, records ea
 the log directory and reports test accuracy. Two learning rates give the Scalars page two
 curves to compare; an int32 step counter pinned to a GPU shows a soft-placement fallback.
 Every step is recorded; per-op stats only on the first and every 100th (TRACE_EVERY_N_STEPS).
-A third, deliberately broken run (the naive cross entropy at a learning rate it cannot take,
-check_numerics on) stops at its first NaN/Inf and leaves an alert for the Alerts page; a
-pruned run (train_pruned_mlp) fills the Pruning page.
+The last, deliberately broken run (the naive cross entropy at a learning rate it cannot take,
+check_numerics on) stops at its first NaN/Inf and leaves an alert for the Alerts page; before
+it, a pruned run (train_pruned_mlp) fills the Pruning page, and the sample digits MLP quantized
+to eightbit (calibrated on 100 images) records its per-node comparison and cost table for the
+Quantization page.
 Where CUDA has a GPU, GPU:0 is that GPU and GPU:1 stays virtual."""
 
 from __future__ import annotations
@@ -229,6 +231,41 @@ def train_pruned_mlp(logdir: str, run_name: str, steps: int, learning_rate: floa
     return str(path), figures.ratio
 
 
+QUANTIZED_CALIBRATION = 100
+SAMPLE_MLP = "digits_mlp_frozen.json"
+
+
+def record_quantized_mlp(logdir: str, run_name: str, seed: int = 0) -> str | None:
+    """The demo's quantized run, for the Quantization page: the sample digits MLP quantized
+    to eightbit calibrated on QUANTIZED_CALIBRATION training images, compared node by node
+    on 256 test images, and its cost table (float, weights-only, eightbit with run-time and
+    calibrated ranges). None when the sample graph is not beside the package."""
+    from pathlib import Path
+
+    from engine.graph_io import load_graph_def
+    from engine.quantize import quantize
+    from engine.quantize.report import Timing, cost_table, record_comparison
+    from engine.record import RunWriter
+    path = Path(__file__).resolve().parent.parent / "sample_graphs" / SAMPLE_MLP
+    if not path.is_file():
+        return None
+    x_train, _, x_test, y_test = load_digits_split(seed)
+    train, test = x_train.reshape(-1, 8, 8, 1), x_test.reshape(-1, 8, 8, 1)
+    graph_def = load_graph_def(path)
+    quantized = quantize(graph_def, "eightbit",
+                         calibration_samples={"images": train[:QUANTIZED_CALIBRATION]})
+    with RunWriter(logdir, run_name, config={
+            "model": "sample digits MLP", "quantized": "eightbit",
+            "calibration_samples": QUANTIZED_CALIBRATION}) as writer:
+        record_comparison(writer, graph_def, quantized, {"images": test[:256]},
+                          name=f"digits_mlp eightbit, calibrated on {QUANTIZED_CALIBRATION}")
+        writer.quantization_costs(cost_table(
+            "digits_mlp", graph_def, train, test, np.argmax(y_test, axis=1),
+            calibration_sizes=(10, QUANTIZED_CALIBRATION, 1000),
+            timing=Timing(repeats=5, warmup=1)))
+        return writer.path
+
+
 def _progress_printer(label: str, stream=sys.stderr):
     started = None
 
@@ -265,6 +302,16 @@ def run_demo(logdir: str = "runs", steps: int = 300, progress: bool = True) -> l
     if progress:
         print(f"  {ratio:.1f}x fewer stored weights; recorded in {path}", flush=True)
     paths.append(path)
+    name = f"mlp-quantized-{stamp}"
+    if progress:
+        print(f"Quantizing the sample digits MLP ({name}): eightbit, calibrated on "
+              f"{QUANTIZED_CALIBRATION} images, compared node by node", flush=True)
+    path = record_quantized_mlp(logdir, name)
+    if progress:
+        print(f"  recorded in {path}" if path else "  skipped: sample_graphs/ is not here",
+              flush=True)
+    if path:
+        paths.append(path)
     name = f"mlp-broken-{stamp}"
     if progress:
         print(f"Training {name}: the naive cross entropy at learning rate 5, with "

@@ -9,8 +9,13 @@ import types
 from engine.graph_def import GraphDef
 from engine.passes.quantize_graph import QuantizeResult, Ranges, quantize_graph
 from engine.quantize.calibration import calibrate
+from engine.quantize.compare import Comparison
+from engine.quantize.report import record_comparison
 
-__all__ = ["QuantizeResult", "Ranges", "calibrate", "quantize", "quantize_graph"]
+# compare() stays in its module (engine.quantize.compare.compare): a function here of the
+# module's name would hide the module from `from engine.quantize import compare`.
+__all__ = ["Comparison", "QuantizeResult", "Ranges", "calibrate", "quantize", "quantize_graph",
+           "record_comparison"]
 
 
 def quantize(graph_def: GraphDef, mode: str = "eightbit", calibration_samples: dict | None = None,
@@ -23,15 +28,13 @@ def quantize(graph_def: GraphDef, mode: str = "eightbit", calibration_samples: d
     return quantize_graph(graph_def, mode, calibration=ranges, output_names=output_names)
 
 
-class _QuantizePackage(types.ModuleType):
-    """`engine.quantize` is also TF's `tf.quantize` (engine.api.quantize, the QuantizeV2
-    builder): importing this package binds its name on `engine`, so `import engine as tf;
-    tf.quantize(x, lo, hi, tf.quint8)` would find the package. Calling the package is
-    tf.quantize."""
+class _CallablePackage(types.ModuleType):
+    """Importing this package makes `engine.quantize` (tf.quantize under `import engine as
+    tf`) name the package instead of TF's quantize op; calling it still runs the op."""
 
     def __call__(self, *args, **kwargs):
-        from engine.ops.quantized_ops import quantize as tf_quantize
-        return tf_quantize(*args, **kwargs)
+        from engine.ops.quantized_ops import quantize as quantize_op
+        return quantize_op(*args, **kwargs)
 
 
-sys.modules[__name__].__class__ = _QuantizePackage
+sys.modules[__name__].__class__ = _CallablePackage

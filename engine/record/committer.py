@@ -34,7 +34,7 @@ FIRST_SEQ = 2             # seq 1 is the "run started" event written with the da
 # Queue opcodes: the first element of every queued tuple.
 (OP_SCALAR, OP_HISTOGRAM, OP_TEXT, OP_CONFIG, OP_DEVICES, OP_GRAPH, OP_PLACEMENTS, OP_PLAN, OP_STEP,
  OP_EXCEPTION, OP_FLUSH, OP_CLOSE, OP_BUCKETS, OP_EVENT, OP_IMAGE, OP_TENSOR_SUMMARY,
- OP_ALERT, OP_PRUNING) = range(18)
+ OP_ALERT, OP_PRUNING, OP_QUANTIZATION, OP_QUANTIZATION_COSTS) = range(20)
 
 
 def wait_for(done: threading.Event, thread: threading.Thread, timeout: float | None) -> None:
@@ -106,6 +106,7 @@ class Committer(threading.Thread):
             OP_EXCEPTION: self._exception, OP_BUCKETS: self._buckets, OP_EVENT: self._event,
             OP_IMAGE: self._image, OP_TENSOR_SUMMARY: self._tensor_summary,
             OP_ALERT: self._alert, OP_PRUNING: self._pruning,
+            OP_QUANTIZATION: self._quantization, OP_QUANTIZATION_COSTS: self._quantization_costs,
         }
 
     def put(self, item: tuple) -> None:
@@ -419,4 +420,14 @@ class Committer(threading.Thread):
         _, wall_time, record, op_stats, transfers = item
         self._add(store.step_rows(self._next_seq, wall_time, record, op_stats, transfers))
         self._note_step(record.step)
+        self._commit_due = True
+
+    def _quantization(self, item: tuple) -> None:
+        _, wall_time, record = item
+        self._add(store.quantization_rows(self.run_dir, self._next_seq, wall_time, record))
+        self._commit_due = True
+
+    def _quantization_costs(self, item: tuple) -> None:
+        _, wall_time, records = item
+        self._add(store.quantization_cost_rows(self._next_seq, wall_time, records))
         self._commit_due = True

@@ -216,6 +216,16 @@ class EventFileReader(RunFolderReader):
     def compression(self) -> None:
         return None
 
+    def quantization_comparisons(self) -> list:
+        return []
+
+    def quantization_comparison(self, name: str | None = None):
+        raise RunStoreKeyError(f"{self._dir}: TensorBoard event files hold no quantization "
+                               f"comparison {name!r}")
+
+    def quantization_costs(self, model: str | None = None) -> list:
+        return []
+
     # Engine records: only the graph has a counterpart in event files.
 
     def devices(self) -> list[DeviceRecord]:

@@ -46,6 +46,9 @@ from engine.record.schema import (
     PlacementRecord,
     PlanRecord,
     PruneStageRecord,
+    QuantizationComparisonRecord,
+    QuantizationCostRecord,
+    QuantizationNodeRecord,
     RunInfo,
     SensitivityPoint,
     StepRecord,
@@ -346,6 +349,50 @@ class RunReader(RunFolderReader):
         per_layer = {k: tuple(v) for k, v in json.loads(row[6]).items()}
         return CompressionRecord(*row[:6], per_layer, row[7], row[8])
 
+    def quantization_comparisons(self) -> list[QuantizationComparisonRecord]:
+        """Every recorded comparison, oldest first, without its nodes (see
+        quantization_nodes): name, graph versions, threshold, flagged node, skipped nodes."""
+        with self._connect() as conn:
+            if not _has_table(conn, "quantization_comparisons"):
+                return []
+            rows = conn.execute(
+                "SELECT name, original_graph_version, quantized_graph_version, threshold_db, "
+                "flagged, skipped, seq, wall_time FROM quantization_comparisons "
+                "ORDER BY seq").fetchall()
+        return [QuantizationComparisonRecord(name, original, quantized, threshold, flagged,
+                                             (), json.loads(skipped), seq, wall)
+                for name, original, quantized, threshold, flagged, skipped, seq, wall in rows]
+
+    def quantization_comparison(self, name: str | None = None) -> QuantizationComparisonRecord:
+        """The latest comparison recorded under `name` (the latest of all when None), with
+        its nodes in the original graph's execution order."""
+        found = [c for c in self.quantization_comparisons() if name is None or c.name == name]
+        if not found:
+            known = ", ".join(repr(c.name) for c in self.quantization_comparisons()) or "none"
+            raise RunStoreKeyError(f"{self._dir.name}: no quantization comparison "
+                                   f"{name!r}; recorded: {known}")
+        chosen = found[-1]
+        with self._connect() as conn:
+            rows = conn.execute(
+                "SELECT position, original, op, compared, quantized, shape, mse, "
+                "max_abs_error, sqnr_db, cosine, flagged, bins, histograms, blob "
+                "FROM quantization_nodes WHERE comparison_seq = ? ORDER BY position, seq",
+                (chosen.seq,)).fetchall()
+        return dataclasses.replace(chosen, nodes=tuple(self._quantization_node(r)
+                                                       for r in rows))
+
+    def quantization_costs(self, model: str | None = None) -> list[QuantizationCostRecord]:
+        """The cost table's rows (one model's when given), in the order recorded."""
+        where, params = ("", ()) if model is None else ("WHERE model = ? ", (model,))
+        with self._connect() as conn:
+            if not _has_table(conn, "quantization_costs"):
+                return []
+            rows = conn.execute(
+                "SELECT model, variant, accuracy, file_bytes, bytes_ratio, batch1_us, "
+                "batch256_us, batch1_speedup, batch256_speedup, seq, wall_time "
+                f"FROM quantization_costs {where}ORDER BY seq", params).fetchall()
+        return [QuantizationCostRecord(*row) for row in rows]
+
     def damage(self) -> str | None:
         """What is damaged in this run, in words (the file, relative to the log directory, and
         what is wrong), or None. Cheap enough for every listing: each side file a row names is
@@ -590,6 +637,17 @@ class RunReader(RunFolderReader):
             return self._blob(blob)
         return np.frombuffer(data, dtype=np.uint8).reshape(height, width, channels)
 
+    def _quantization_node(self, row: tuple) -> QuantizationNodeRecord:
+        (position, original, op, compared, quantized, shape, mse, max_abs, sqnr, cosine,
+         flagged, bins, data, blob) = row
+        values = np.frombuffer(data, dtype="<f8") if blob is None else self._blob(blob)
+        edges, original_counts, quantized_counts, error_edges, error_counts = \
+            store.split_quantization_histograms(values, bins)
+        return QuantizationNodeRecord(
+            original, op, compared, tuple(json.loads(quantized)), position,
+            tuple(json.loads(shape)), mse, max_abs, sqnr, cosine, edges, original_counts,
+            quantized_counts, error_edges, error_counts, bool(flagged))
+
     def _histogram(self, tag: str, row: tuple) -> HistogramRecord:
         step, wall_time, low, high, total, count, edge_bytes, count_bytes, blob = row
         if blob is None:
@@ -606,6 +664,7 @@ class RunReader(RunFolderReader):
 _QUERIES = ("info", "damage", "tags", "histogram_tags", "text_tags", "scalars",
             "scalar_wall_times", "scalar_series", "histograms", "texts", "image_tags", "images",
             "tensor_summary_nodes", "tensor_summaries", "alerts", "devices", "graph_versions",
+            "quantization_comparisons", "quantization_comparison", "quantization_costs",
             "graph", "placements", "plans", "partitions", "cut_edges", "steps",
             "last_traced_step", "traced_steps", "step_stats", "transfers", "events")
 # And RunReader's own: the listing's steps (list_runs reads event-file runs otherwise) and
@@ -785,7 +844,7 @@ _SCALAR_SERIES_ROW = np.dtype([("step", np.int64), ("value", np.float64),
 
 # Tables whose rows may name a side file (a `blob` column), and what the writer names one
 # ("<seq>-<kind>"): a row naming anything else, such as "../x", is damage, never a path.
-_BLOB_TABLES = ("graphs", "partitions", "histograms", "texts", "images")
+_BLOB_TABLES = ("graphs", "partitions", "histograms", "texts", "images", "quantization_nodes")
 _BLOB_ID = re.compile(r"[0-9A-Za-z_-]{1,100}")
 _NPY_HEADERS = {(1, 0): np.lib.format.read_array_header_1_0,
                 (2, 0): np.lib.format.read_array_header_2_0}
@@ -1001,7 +1060,13 @@ _EVENT_QUERIES: dict[str, tuple[str, _Summary]] = {
         _event_query("seq, wall_time, kind, node, op, device, step, message", "alerts"),
         lambda r: f"{r[0]} in {r[1]} ({r[2]}) on {r[3]} at step {r[4]}: "
                   f"{_first_line(r[5])}"),
+    "quantization": (
+        _event_query("seq, wall_time, name, num_nodes, threshold_db, flagged",
+                     "quantization_comparisons"),
+        lambda r: f"quantization comparison {r[0]!r}: {r[1]} nodes, "
+                  + (f"first below {_number(r[2])} dB: {r[3]}" if r[3] else
+                     f"none below {_number(r[2])} dB")),
 }
 # Event kinds whose table a run of an older schema version may lack.
 _ADDED_EVENT_TABLES = {"image": "images", "tensor_summary": "tensor_summaries",
-                       "alert": "alerts"}
+                       "alert": "alerts", "quantization": "quantization_comparisons"}

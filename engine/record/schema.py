@@ -9,7 +9,7 @@ from typing import Any
 
 # 1: the first store. 2: images, tensor_summaries and alerts (a version-1 run reads them as
 # empty). 3: pruning (sensitivity curves, prune-retrain stages with per-layer sparsity,
-# compression figures).
+# compression figures) and quantization comparisons and costs (older runs read them as empty).
 SCHEMA_VERSION = 3
 DATABASE_NAME = "run.sqlite"
 
@@ -263,6 +263,45 @@ class PruneStageRecord:
 
 
 @dataclass(frozen=True)
+class QuantizationNodeRecord:
+    """One original node against the quantized node standing for it: metrics over the
+    elements finite in both outputs; `edges` bound the buckets of both outputs' histograms,
+    `error_edges` those of the error (quantized minus original). sqnr_db is +inf for an exact
+    node and -inf when the original is all zeros and the quantized is not."""
+    original: str              # the node of the original graph
+    op: str                    # its op type
+    compared: str              # the quantized graph's node whose (dequantized) output is compared
+    quantized: tuple[str, ...]  # every quantized node standing for `original`, in graph order
+    position: int              # in the original graph's execution (topological) order
+    shape: tuple[int, ...]
+    mse: float
+    max_abs_error: float
+    sqnr_db: float
+    cosine: float
+    edges: tuple[float, ...]
+    original_counts: tuple[float, ...]
+    quantized_counts: tuple[float, ...]
+    error_edges: tuple[float, ...]
+    error_counts: tuple[float, ...]
+    flagged: bool = False      # the first node in execution order below the threshold
+
+
+@dataclass(frozen=True)
+class QuantizationComparisonRecord:
+    """One compare() of an original graph with its quantized form, as recorded: the two
+    graphs are the run's graph versions named here."""
+    name: str                  # what was compared ("digits_mlp eightbit, calibrated on 100")
+    original_graph_version: int
+    quantized_graph_version: int
+    threshold_db: float
+    flagged: str | None        # the original node flagged, None when every node passes
+    nodes: tuple[QuantizationNodeRecord, ...] = ()
+    skipped: dict = field(default_factory=dict)   # original node -> why it was not compared
+    seq: int = 0
+    wall_time: float = 0.0
+
+
+@dataclass(frozen=True)
 class CompressionRecord:
     """What the pruned kernels cost stored dense versus as CSR: value counts, bytes (CSR with
     its int32 column indices and row pointers), and the accuracy before and after pruning.
@@ -284,6 +323,24 @@ class CompressionRecord:
     @property
     def bytes_ratio(self) -> float:
         return self.dense_bytes / max(self.sparse_bytes, 1)
+
+
+@dataclass(frozen=True)
+class QuantizationCostRecord:
+    """One row of the cost table: a model in one form (float, weights-only, eightbit ...)
+    with its held-out accuracy, graph file size and inference time, and their ratios to the
+    model's float form."""
+    model: str                 # "digits_mlp"
+    variant: str               # "float", "weights", "eightbit (run-time ranges)", ...
+    accuracy: float            # on the held-out data, 0..1
+    file_bytes: int
+    bytes_ratio: float         # file_bytes / the float graph's
+    batch1_us: float           # median inference time at batch 1, microseconds
+    batch256_us: float
+    batch1_speedup: float      # float time / this time (above 1: faster than float)
+    batch256_speedup: float
+    seq: int = 0
+    wall_time: float = 0.0
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,9 @@ from engine.record.schema import (
     PlacementRecord,
     PlanRecord,
     PruneStageRecord,
+    QuantizationComparisonRecord,
+    QuantizationCostRecord,
+    QuantizationNodeRecord,
     SensitivityPoint,
     StepRecord,
     TensorSummaryRecord,
@@ -88,6 +91,18 @@ TABLES_BY_VERSION: dict[int, dict[str, tuple[str, ...]]] = {
         "prune_layers": ("stage_seq", "stage", "layer", "target", "sparsity"),
         "prune_compression": ("dense_values", "stored_values", "dense_bytes", "sparse_bytes",
                               "baseline_accuracy", "accuracy", "per_layer"),
+        # skipped: JSON {original node: why}. A node row points at its comparison's seq; its
+        # quantized and shape are JSON lists, its histograms little-endian float64 bytes
+        # (edges and counts of both outputs, then the error's), or NULL and a side file.
+        "quantization_comparisons": ("name", "original_graph_version",
+                                     "quantized_graph_version", "threshold_db", "flagged",
+                                     "num_nodes", "skipped"),
+        "quantization_nodes": ("comparison_seq", "position", "original", "op", "compared",
+                               "quantized", "shape", "mse", "max_abs_error", "sqnr_db",
+                               "cosine", "flagged", "bins", "histograms", "blob"),
+        "quantization_costs": ("model", "variant", "accuracy", "file_bytes", "bytes_ratio",
+                               "batch1_us", "batch256_us", "batch1_speedup",
+                               "batch256_speedup"),
     },
 }
 TABLES: dict[str, tuple[str, ...]] = {
@@ -118,6 +133,9 @@ INDEXES_BY_VERSION: dict[int, tuple[str, ...]] = {
     3: (
         "CREATE INDEX prune_sensitivity_by_layer ON prune_sensitivity (layer, sparsity)",
         "CREATE INDEX prune_layers_by_stage ON prune_layers (stage_seq)",
+        "CREATE INDEX quantization_nodes_by_comparison ON quantization_nodes "
+        "(comparison_seq, position)",
+        "CREATE INDEX quantization_costs_by_model ON quantization_costs (model)",
     ),
 }
 
@@ -508,3 +526,58 @@ def compression_rows(next_seq: SeqSource, wall_time: float,
         next_seq(), wall_time, int(record.dense_values), int(record.stored_values),
         int(record.dense_bytes), int(record.sparse_bytes), float(record.baseline_accuracy),
         float(record.accuracy), to_json(per_layer))]}
+
+
+def quantization_rows(run_dir: Path, next_seq: SeqSource, wall_time: float,
+                      record: QuantizationComparisonRecord) -> dict[str, list[tuple]]:
+    """The comparison's row, then one per node pointing at it."""
+    check_record("quantization_comparison", record, QuantizationComparisonRecord)
+    parent = next_seq()
+    rows = [(parent, wall_time, record.name, record.original_graph_version,
+             record.quantized_graph_version, record.threshold_db, record.flagged,
+             len(record.nodes), to_json(dict(record.skipped)))]
+    node_rows = []
+    for node in record.nodes:
+        check_record("quantization_comparison", node, QuantizationNodeRecord)
+        seq = next_seq()
+        data, bins = quantization_histograms(node)
+        blob = None
+        if len(data) > BLOB_THRESHOLD:
+            blob = f"{seq}-quantization"
+            write_blob(run_dir, blob, np.frombuffer(data, dtype="<f8"))
+            data = None
+        node_rows.append((seq, wall_time, parent, node.position, node.original, node.op,
+                          node.compared, to_json(list(node.quantized)),
+                          to_json(list(node.shape)), node.mse, node.max_abs_error,
+                          node.sqnr_db, node.cosine, int(node.flagged), bins, data, blob))
+    return {"quantization_comparisons": rows, "quantization_nodes": node_rows}
+
+
+def quantization_histograms(node: QuantizationNodeRecord) -> tuple[bytes, int]:
+    """(bytes, bins): edges, original counts, quantized counts, error edges, error counts."""
+    bins = len(node.original_counts)
+    parts = (node.edges, node.original_counts, node.quantized_counts, node.error_edges,
+             node.error_counts)
+    expected = (bins + 1, bins, bins, bins + 1, bins)
+    if tuple(len(p) for p in parts) != expected:
+        raise ValueError(f"quantization node {node.original!r}: histograms need {bins + 1} "
+                         f"edges for {bins} counts, got lengths "
+                         f"{tuple(len(p) for p in parts)}")
+    return np.concatenate([np.asarray(p, "<f8") for p in parts]).tobytes(), bins
+
+
+def split_quantization_histograms(values: np.ndarray, bins: int) -> tuple[tuple, ...]:
+    """quantization_histograms' five parts back from their float64 values."""
+    cuts = np.cumsum([bins + 1, bins, bins, bins + 1])
+    return tuple(tuple(part.tolist()) for part in np.split(values, cuts))
+
+
+def quantization_cost_rows(next_seq: SeqSource, wall_time: float,
+                           records: Sequence[QuantizationCostRecord]) -> dict[str, list[tuple]]:
+    rows = []
+    for r in records:
+        check_record("quantization_costs", r, QuantizationCostRecord)
+        rows.append((next_seq(), wall_time, r.model, r.variant, r.accuracy, r.file_bytes,
+                     r.bytes_ratio, r.batch1_us, r.batch256_us, r.batch1_speedup,
+                     r.batch256_speedup))
+    return {"quantization_costs": rows}

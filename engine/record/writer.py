@@ -34,6 +34,8 @@ from engine.record.committer import (
     OP_PLACEMENTS,
     OP_PLAN,
     OP_PRUNING,
+    OP_QUANTIZATION,
+    OP_QUANTIZATION_COSTS,
     OP_SCALAR,
     OP_STEP,
     OP_TENSOR_SUMMARY,
@@ -56,6 +58,9 @@ from engine.record.schema import (
     PlacementRecord,
     PlanRecord,
     PruneStageRecord,
+    QuantizationComparisonRecord,
+    QuantizationCostRecord,
+    QuantizationNodeRecord,
     SensitivityPoint,
     StepRecord,
     TransferRecord,
@@ -324,6 +329,24 @@ class RunWriter:
         self._check_usable()
         store.check_record("compression", record, CompressionRecord)
         self._put((OP_PRUNING, time.time(), store.compression_rows, record))
+
+    def quantization_comparison(self, record: QuantizationComparisonRecord) -> None:
+        """A per-node comparison of an original graph with its quantized form (both graphs
+        recorded with graph() first, as the versions the record names)."""
+        self._check_usable()
+        store.check_record("quantization_comparison", record, QuantizationComparisonRecord)
+        for node in record.nodes:   # a bad record is refused here, not on the thread
+            store.check_record("quantization_comparison", node, QuantizationNodeRecord)
+            store.quantization_histograms(node)
+        self._put((OP_QUANTIZATION, time.time(), record))
+
+    def quantization_costs(self, records: Sequence[QuantizationCostRecord]) -> None:
+        """Rows of the quantization cost table (accuracy, file size, inference time)."""
+        self._check_usable()
+        records = tuple(records)
+        for record in records:
+            store.check_record("quantization_costs", record, QuantizationCostRecord)
+        self._put((OP_QUANTIZATION_COSTS, time.time(), records))
 
     # Internals.
 

@@ -82,7 +82,7 @@ def test_create_app_registers_pages_in_order(recorded):
     registered = [page["path"] for page in dash.page_registry.values()]
     assert registered == [page.PATH for page in PAGES] == [
         "/", "/graph", "/placement", "/scalars", "/histograms", "/images", "/timeline",
-        "/alerts", "/compare", "/replay", "/pruning"]
+        "/alerts", "/compare", "/replay", "/pruning", "/quantization"]
     client = app.server.test_client()
     assert client.get("/graph?run=mlp-lr0.5").status_code == 200
     layout = client.get("/_dash-layout")

@@ -1,0 +1,165 @@
+"""The Quantization page's callbacks as plain functions against a real run store: the sample
+digits MLP quantized to eightbit and compared (recorded_quantization): run and comparison
+choice, the cost table, both graphs painted by SQNR with the flagged node marked, one
+selection for both graphs, the selected node's histograms and metrics, and hostile input."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from dash import no_update
+from recorded_quantization import COMPARISON, THRESHOLD_DB, record_quantized_runs
+from test_robust_callbacks import HOSTILE, called
+
+from viz.quantization import ORIGINAL, QUANTIZED, sqnr_bin, sqnr_bins
+from workbench import data
+from workbench.pages import quantization as page
+
+ORIGINAL_CY = page.ids(ORIGINAL)["cytoscape"]
+QUANTIZED_CY = page.ids(QUANTIZED)["cytoscape"]
+
+
+@pytest.fixture(scope="module")
+def recorded_logdir(tmp_path_factory):
+    return record_quantized_runs(tmp_path_factory.mktemp("quantization"))
+
+
+@pytest.fixture
+def runs(recorded_logdir):
+    data.set_logdir(recorded_logdir.logdir)
+    yield recorded_logdir
+    data.set_logdir("runs")
+
+
+def comparison(runs):
+    return data.quantization_comparison(runs.run, COMPARISON)
+
+
+def leaves(elements):
+    return {e["data"]["id"]: e for e in elements if "leaf" in e.get("classes", "")}
+
+
+def test_the_run_with_a_comparison_is_chosen(runs):
+    options, chosen, notice = page.run_choice({"run": None, "node": None})
+    assert {o["value"] for o in options} == {runs.run, runs.plain}
+    assert chosen == runs.run and notice == ""
+    assert page.run_choice({"run": runs.plain})[1:] == (runs.plain, "")
+    _, chosen, notice = page.run_choice({"run": "nope"})
+    assert chosen == runs.run and "No readable run named 'nope'" in notice
+    assert page.comparison_choice(runs.run) == ([{"label": COMPARISON, "value": COMPARISON}],
+                                               COMPARISON)
+    assert page.comparison_choice(runs.plain) == ([], None)
+
+
+def test_the_cost_table(runs, text_of):
+    table = page.costs(runs.run)
+    text = text_of(table)
+    assert "Accuracy" in text and "digits_mlp" in text and "eightbit, calibrated on 100" in text
+    assert "98.9%" in text and "0.583" in text and "42.5 KB" in text and "1.07×" in text
+    assert len(table.children[1].children) == 3
+    assert "recorded no cost table" in text_of(page.costs(runs.plain))
+
+
+def test_the_summary_and_the_legend(runs, text_of):
+    line, legend = page.overview(runs.run, COMPARISON)
+    assert f"first below {THRESHOLD_DB:g} dB: {runs.flagged}" in line and "nodes compared" in line
+    assert len(legend) == len(sqnr_bins(THRESHOLD_DB)) + 1
+    assert f"< {THRESHOLD_DB:g} dB" in text_of(legend) and "exact" in text_of(legend)
+    problem, legend = page.overview(runs.plain, None)
+    assert "recorded no quantization comparison" in problem and legend == []
+
+
+def test_both_graphs_are_painted_by_sqnr_with_the_flagged_node_marked(runs):
+    record = comparison(runs)
+    by_original = {n.original: n for n in record.nodes}
+    elements, _layout, problem, style, line = page.draw_side(ORIGINAL, runs.run, COMPARISON)
+    assert problem == "" and style == {"display": "none"} and "graph version 1" in line
+    drawn = {e["data"]["original"]: e for e in leaves(elements).values()
+             if e["data"]["original"]}
+    assert set(drawn) == set(by_original)
+    for name, element in drawn.items():
+        assert element["data"]["color"] == sqnr_bin(by_original[name].sqnr_db,
+                                                     THRESHOLD_DB).color
+    assert [n for n, e in drawn.items() if "flagged" in e["classes"]] == [runs.flagged]
+    assert drawn["images"]["data"]["color"] == sqnr_bin(math.inf, THRESHOLD_DB).color
+
+    elements, *_rest, line = page.draw_side(QUANTIZED, runs.run, COMPARISON)
+    assert "graph version 2" in line
+    quantized = leaves(elements)
+    stands = {e["data"]["original"] for e in quantized.values()}
+    assert {"dense_1/Relu", "dense/Relu", runs.flagged} <= stands
+    flagged_leaves = [e for e in quantized.values() if "flagged" in e["classes"]]
+    assert flagged_leaves and all(e["data"]["original"] == runs.flagged
+                                  for e in flagged_leaves)
+    assert {e["data"]["original"] for e in quantized.values()} <= set(by_original) | {""}
+
+
+def test_a_click_in_either_graph_selects_the_original_node_in_both(runs):
+    query = {"run": runs.run, "node": None}
+    assert page.select(None, None, None, runs.run, COMPARISON, query) == runs.flagged
+    asked = {"run": runs.run, "node": "dense/Relu"}
+    assert page.select(None, None, None, runs.run, COMPARISON, asked) == "dense/Relu"
+    elements = page.draw_side(QUANTIZED, runs.run, COMPARISON)[0]
+    leaf = next(e for e in leaves(elements).values()
+                if e["data"]["original"] == "dense_1/Relu")
+    tap = {"id": leaf["data"]["id"], "kind": "op", "original": "dense_1/Relu"}
+    assert page.select(QUANTIZED_CY, None, tap, runs.run, COMPARISON, query) == "dense_1/Relu"
+    forged = {**tap, "original": "not/a/node"}
+    assert page.select(ORIGINAL_CY, forged, None, runs.run, COMPARISON, query) is no_update
+    assert page.select(ORIGINAL_CY, "junk", None, runs.run, COMPARISON, query) is no_update
+    style = page.side_style("dense_1/Relu")
+    assert style[-1]["selector"] == 'node[original = "dense_1/Relu"]'
+    assert style[-1]["style"]["border-width"] == 4
+    assert page.side_style("") == page.side_style(None)
+
+
+def test_the_selected_node_shows_its_histograms_and_metrics(runs, text_of):
+    record = comparison(runs)
+    shown = page.details(runs.run, COMPARISON, "dense_1/Relu")
+    text = text_of(shown)
+    node = next(n for n in record.nodes if n.original == "dense_1/Relu")
+    assert node.compared in text and f"{node.sqnr_db:.2f} dB" in text
+    assert f"{node.mse:.4g}" in text and "cosine similarity" in text
+    graphs = [c for c in shown.children[2].children]
+    outputs, error = (g.children.figure for g in graphs)
+    assert [t.name for t in outputs.data] == ["original", "quantized"]
+    assert list(outputs.data[0].y) == list(node.original_counts)
+    assert list(error.data[0].y) == list(node.error_counts)
+    assert "yes" in text_of(page.details(runs.run, COMPARISON, runs.flagged))
+    assert "Click a node" in text_of(page.details(runs.run, COMPARISON, ""))
+    assert "not compared" in text_of(page.details(runs.run, COMPARISON, "nope"))
+
+
+def test_a_run_without_a_comparison_says_how_to_record_one(runs, text_of):
+    elements, _layout, problem, style, _line = page.draw_side(ORIGINAL, runs.plain, None)
+    assert elements == [] and "record_comparison" in problem and style == {"display": "block"}
+    assert "record_comparison" in text_of(page.details(runs.plain, None, "x"))
+    assert page.select(None, None, None, runs.plain, None, {}) == ""
+
+
+CALLBACKS = {
+    "run_choice": (page.run_choice, lambda r: ({"run": r.run, "node": "dense_1/Relu"},)),
+    "comparison_choice": (page.comparison_choice, lambda r: (r.run,)),
+    "costs": (page.costs, lambda r: (r.run,)),
+    "overview": (page.overview, lambda r: (r.run, COMPARISON)),
+    "draw_side": (page.draw_side, lambda r: (ORIGINAL, r.run, COMPARISON)),
+    "select": (page.select, lambda r: (QUANTIZED_CY, None, {"id": "x", "kind": "op",
+                                                            "original": "dense_1/Relu"},
+                                       r.run, COMPARISON, {"run": r.run})),
+    "details": (page.details, lambda r: (r.run, COMPARISON, "dense_1/Relu")),
+    "style": (page._guarded_style, lambda r: ("dense_1/Relu",)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CALLBACKS))
+def test_every_callback_takes_any_value(runs, name, caplog):
+    function, valid = CALLBACKS[name]
+    args = valid(runs)
+    called(function, args)
+    for position in range(len(args)):
+        for value in HOSTILE:
+            hostile = list(args)
+            hostile[position] = value
+            called(function, hostile)
+    assert [r.getMessage() for r in caplog.records if r.levelno >= 40] == []
