@@ -1,7 +1,7 @@
 """The quantization cost table on the digits MLP and CNN samples: held-out accuracy, graph
 file bytes and median Session.run time at batch 1 and 256 (one torch thread) for float,
 weights-only, eightbit with run-time ranges and eightbit calibrated on 10 and 1000 samples,
-with the ratios to float (engine.quantize.report.cost_table).
+with the ratios to float (engine.compression.report.cost_table).
 
 Usage: python bench/bench_quantize_costs.py [--repeats 20] [--models mlp cnn]"""
 
@@ -11,8 +11,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from engine.compression.report import Timing, cost_table
 from engine.graph_io import load_graph_def
-from engine.quantize.report import Timing, cost_table
 from viz.quantization import COST_COLUMNS, cost_rows
 
 SAMPLES = Path(__file__).resolve().parents[1] / "sample_graphs"

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 import engine as tf
-from engine.quantize import pruning
+from engine.compression import pruning
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))

@@ -95,7 +95,7 @@ def _add_record_option(quantize) -> None:
 
 def record_quantized(args: argparse.Namespace) -> None:
     """--record LOGDIR: the quantized graph compared with the float one, into a new run."""
-    from engine.quantize.report import record_quantize_job
+    from engine.compression.report import record_quantize_job
     path = record_quantize_job(args.record, args.graph, args.mode, args.calibration,
                                args.data, say=lambda line: print(line, file=sys.stderr,
                                                                  flush=True))
@@ -117,8 +117,8 @@ def _progress_bar(label: str, stream=None):
 def quantize(args: argparse.Namespace) -> int:
     """`workbench quantize GRAPH --mode M --out FILE`: stages and progress on stderr, the
     summary on stdout, a failure as one line on stderr with exit status 2."""
+    from engine.compression.job import run_quantize
     from engine.errors import OpError
-    from engine.quantize.job import run_quantize
 
     try:
         body = run_quantize(args.graph, args.mode, args.out, calibration=args.calibration,

@@ -191,7 +191,7 @@ def train_pruned_mlp(logdir: str, run_name: str, steps: int, learning_rate: floa
     sensitivity curves, three prune-retrain stages to 80% sparsity, compression figures.
     Returns (run folder, stored-values compression ratio)."""
     import engine as tf
-    from engine.quantize import pruning
+    from engine.compression import pruning
     x_train, y_train, x_test, y_test = load_digits_split(seed)
     model = build_mlp(learning_rate, seed=seed)
     with model.graph.as_default():
@@ -242,9 +242,9 @@ def record_quantized_mlp(logdir: str, run_name: str, seed: int = 0) -> str | Non
     calibrated ranges). None when the sample graph is not beside the package."""
     from pathlib import Path
 
+    from engine.compression import quantize
+    from engine.compression.report import Timing, cost_table, record_comparison
     from engine.graph_io import load_graph_def
-    from engine.quantize import quantize
-    from engine.quantize.report import Timing, cost_table, record_comparison
     from engine.record import RunWriter
     path = Path(__file__).resolve().parent.parent / "sample_graphs" / SAMPLE_MLP
     if not path.is_file():

@@ -429,7 +429,7 @@ def quantize_graph(graph_def: GraphDef, mode: str = "eightbit", calibration: Ran
                    output_names: list[str] | None = None, *, fuse: bool = True
                    ) -> QuantizeResult:
     """The quantized twin of a (frozen) float graph. `calibration`: tensor name "node:0" ->
-    (min, max) of its float values (engine.quantize.calibrate); with it the ranges are
+    (min, max) of its float values (engine.compression.calibrate); with it the ranges are
     Consts and no RequantizationRange or Min/Max reduction is left. `output_names`: the
     nodes to keep (default: the ones nothing reads). `fuse`: with calibration, MatMul
     [+ BiasAdd] [+ Relu] on constant weights becomes one fused 8-bit op where the registry has

@@ -308,7 +308,7 @@ class RunWriter:
         store.check_record("alert", record, AlertRecord)
         self._put((OP_ALERT, time.time(), record))
 
-    # Pruning (engine/quantize/pruning.py's results).
+    # Pruning (engine/compression/pruning.py's results).
 
     def sensitivity(self, points: Sequence[SensitivityPoint]) -> None:
         """Points of the per-layer sensitivity curves (accuracy versus sparsity)."""

@@ -8,9 +8,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from engine.compression import quantize
+from engine.compression.report import record_comparison
 from engine.graph_io import load_graph_def
-from engine.quantize import quantize
-from engine.quantize.report import record_comparison
 from engine.record import RunWriter
 from engine.record.schema import QuantizationCostRecord
 

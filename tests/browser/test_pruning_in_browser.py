@@ -7,7 +7,7 @@ from __future__ import annotations
 from browser_helpers import open_page
 from selenium.webdriver.support.wait import WebDriverWait
 
-from engine.quantize.pruning import Compression, Stage, record_pruning
+from engine.compression.pruning import Compression, Stage, record_pruning
 from engine.record import RunWriter
 from workbench.app import create_app
 

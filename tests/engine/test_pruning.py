@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import engine as tf
-from engine.quantize import pruning
+from engine.compression import pruning
 
 
 def _model(seed: int = 0):

@@ -1,4 +1,4 @@
-"""engine.quantize.compare on small graphs quantized by hand (QuantizeV2 -> QuantizedMatMul
+"""engine.compression.compare on small graphs quantized by hand (QuantizeV2 -> QuantizedMatMul
 -> Requantize / Dequantize around a float MatMul, with the node map such a pass gives):
 metrics against NumPy, exact and all-zero nodes, the flagged node, and bad feeds."""
 
@@ -11,7 +11,7 @@ import pytest
 
 import engine as tf
 from engine import errors
-from engine.quantize import compare as qc
+from engine.compression import compare as qc
 
 W = np.array([[1.0, -2.0], [0.5, 1.0], [2.0, 0.0]], np.float32)
 X = np.array([[1.0, 2.0, 3.0], [-1.0, 0.5, 0.25]], np.float32)
@@ -247,8 +247,8 @@ def test_the_digits_mlp_quantized_by_the_pass():
     import sys
     from pathlib import Path
 
+    from engine.compression import quantize
     from engine.graph_io import load_graph_def
-    from engine.quantize import quantize
     samples = Path(__file__).resolve().parents[2] / "sample_graphs"
     sys.path.insert(0, str(samples))
     try:

@@ -1,4 +1,4 @@
-"""engine/quantize/evaluate.py: accuracy in batches against labels, and graph file bytes as
+"""engine/compression/evaluate.py: accuracy in batches against labels, and graph file bytes as
 save_graph writes them (with and without creation stacks)."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import pytest
 
 import engine as tf
 from engine import errors
-from engine.quantize.evaluate import accuracy, constant_bytes, file_bytes, without_stacks
-from engine.quantize.job import load_dataset
+from engine.compression.evaluate import accuracy, constant_bytes, file_bytes, without_stacks
+from engine.compression.job import load_dataset
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_graphs"
 
@@ -50,12 +50,3 @@ def test_the_digits_dataset_is_the_samples_split():
     assert data.test_images.shape == (360, 8, 8, 1) and data.train_images.shape[0] == 1437
     with pytest.raises(errors.InvalidArgumentError, match="unknown dataset 'mnist'"):
         load_dataset("mnist")
-
-
-def test_tf_quantize_is_still_tensorflows_once_the_package_is_imported():
-    import engine.quantize as package
-
-    assert tf.quantize is package
-    with tf.Graph().as_default(), tf.Session() as s:
-        q = tf.quantize([0.0, 0.5, 1.0], 0.0, 1.0, tf.quint8, mode="MIN_FIRST")
-        assert s.run(q.output).tolist() == [0, 128, 255]

@@ -13,6 +13,7 @@ import pytest
 
 import engine as tf
 from engine import errors
+from engine.compression import calibrate, quantize
 from engine.graph_def import GraphDef
 from engine.passes.quantize_graph import (
     WEIGHTS_MIN_ELEMENTS,
@@ -23,7 +24,6 @@ from engine.passes.quantize_graph import (
     quantize_quint8,
 )
 from engine.passes.quantize_patterns import FUSED_RELU, fused_ops_registered
-from engine.quantize import calibrate, quantize
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_graphs"
 RNG = np.random.RandomState(0)

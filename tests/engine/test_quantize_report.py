@@ -1,4 +1,4 @@
-"""engine.quantize.report: the cost table's measurements (accuracy against a NumPy forward
+"""engine.compression.report: the cost table's measurements (accuracy against a NumPy forward
 pass of the digits MLP, graph file bytes, ratios to the float row) and record_comparison,
 read back from a real run store."""
 
@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 from test_quantize_compare import X, original_graph, quantized_graph
 
+from engine.compression import report
 from engine.graph_io import load_graph_def
-from engine.quantize import report
 from engine.record import RunReader, RunWriter
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_graphs"

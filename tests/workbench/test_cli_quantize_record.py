@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from engine.quantize import report
+from engine.compression import report
 from engine.record import RunReader, list_runs
 from workbench import cli, data
 from workbench.pages import quantization

@@ -37,7 +37,7 @@ SENSITIVITY_GRAPH = "pruning-sensitivity-graph"
 SPARSITY_GRAPH = "pruning-sparsity-graph"
 SCHEDULE_GRAPH = "pruning-schedule-graph"
 NOTHING = ("No pruning recorded in this run. sample_graphs/prune_digits.py --logdir DIR "
-           "records one (engine.quantize.pruning.record_pruning).")
+           "records one (engine.compression.pruning.record_pruning).")
 
 
 def layout(run: str | None = None, **_query) -> html.Div:

@@ -154,7 +154,7 @@ def _comparison(run, comparison):
     name = optional_text(comparison, "the comparison")
     if not data.quantization_comparisons(run):
         return None, (f"Run {run} recorded no quantization comparison. Record one with "
-                      "engine.quantize.record_comparison(writer, graph, quantized, feeds).")
+                      "engine.compression.record_comparison(writer, graph, quantized, feeds).")
     return (run, data.quantization_comparison(run, name)), ""
 
 
@@ -165,7 +165,7 @@ def costs(run):
         return message("No readable run in the log directory.")
     found = data.quantization_costs(data.check_name(run))
     if not found:
-        return message("This run recorded no cost table (engine.quantize.report.cost_table "
+        return message("This run recorded no cost table (engine.compression.report.cost_table "
                        "measures one; RunWriter.quantization_costs records it).")
     header = html.Tr([html.Th(label) for label in COST_COLUMNS])
     body = [html.Tr([html.Td(cell) for cell in row], className="quantization-cost-row")

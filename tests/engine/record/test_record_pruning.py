@@ -16,6 +16,7 @@ from engine.record.schema import (
     PruneStageRecord,
     SensitivityPoint,
 )
+from engine.record.store import TABLES_BY_VERSION
 from engine.record.writer import upgrade_run
 
 
@@ -59,7 +60,7 @@ def test_a_version_2_run_reads_empty_and_upgrades(tmp_path):
         writer.scalar("loss", 1.0, 0)
     db = tmp_path / "old" / "run.sqlite"
     conn = sqlite3.connect(db)
-    for table in ("prune_sensitivity", "prune_stages", "prune_layers", "prune_compression"):
+    for table in TABLES_BY_VERSION[3]:    # every table version 3 added, as a version-2 run
         conn.execute(f"DROP TABLE {table}")
     conn.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
     conn.commit()

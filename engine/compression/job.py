@@ -12,10 +12,10 @@ from pathlib import Path
 import numpy as np
 
 from engine import errors
+from engine.compression.calibration import calibrate
+from engine.compression.evaluate import accuracy, constant_bytes
 from engine.graph_def import GraphDef
 from engine.passes.quantize_graph import MODES, quantize_graph
-from engine.quantize.calibration import calibrate
-from engine.quantize.evaluate import accuracy, constant_bytes
 
 SAMPLE_GRAPHS = Path(__file__).resolve().parents[2] / "sample_graphs"
 

@@ -1,10 +1,10 @@
-"""engine.quantize (the package) shares its name with tf.quantize (the op): once the package
-is imported, `import engine as tf; tf.quantize(...)` must still build TF's QuantizeV2."""
+"""engine.compression (the package) must not take tf.quantize's name: once it is imported,
+`import engine as tf; tf.quantize(...)` still builds TF's QuantizeV2."""
 
 import numpy as np
 
 import engine as tf
-import engine.quantize  # noqa: F401 -- the import that rebinds tf.quantize to the package
+import engine.compression  # noqa: F401 -- importing a package binds its name on engine
 
 
 def test_tf_quantize_is_still_the_op_after_the_package_is_imported():
@@ -14,5 +14,6 @@ def test_tf_quantize_is_still_the_op_after_the_package_is_imported():
     assert q.output.op.type == "QuantizeV2"
     with tf.Session(graph=g) as sess:
         assert np.asarray(sess.run(q.output)).tolist() == [0, 128, 255]
-    from engine.quantize import quantize, record_comparison
+    from engine.compression import quantize, record_comparison
     assert callable(quantize) and callable(record_comparison)
+    assert tf.compression.quantize is quantize

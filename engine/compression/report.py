@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from engine.compression.compare import DEFAULT_THRESHOLD_DB, Comparison, compare
 from engine.graph_def import GraphDef, import_graph_def
-from engine.quantize.compare import DEFAULT_THRESHOLD_DB, Comparison, compare
 from engine.record.schema import QuantizationComparisonRecord, QuantizationCostRecord
 
 FLOAT = "float"
@@ -101,8 +101,8 @@ def cost_variants(graph_def: GraphDef, calibration_images: np.ndarray,
                   calibration_sizes: Sequence[int] = (10, 1000),
                   input_name: str = "images") -> dict[str, GraphDef]:
     """float, weights-only, eightbit with run-time ranges and eightbit calibrated on the first
-    N calibration images for each N (engine.quantize.quantize)."""
-    from engine.quantize import quantize
+    N calibration images for each N (engine.compression.quantize)."""
+    from engine.compression import quantize
     variants = {FLOAT: graph_def,
                 WEIGHTS: _graph(quantize(graph_def, "weights")),
                 RUNTIME_RANGES: _graph(quantize(graph_def, "eightbit"))}
@@ -154,9 +154,9 @@ def record_quantize_job(logdir: str | Path, graph: str | Path, mode: str,
     (the same mode and calibration samples, so the same graph), records both graphs, the
     per-node comparison on `compare_samples` held-out samples and the model's cost table
     into a new run in `logdir`; returns the run folder."""
+    from engine.compression import quantize
+    from engine.compression.job import check_fits, load_dataset
     from engine.graph_io import load_graph_def
-    from engine.quantize import quantize
-    from engine.quantize.job import check_fits, load_dataset
     from engine.record import RunWriter
     graph = Path(graph)
     original = load_graph_def(graph)
