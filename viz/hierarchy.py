@@ -465,8 +465,13 @@ def fold_edges(edges: Iterable[tuple[str, str, bool]],
 
 def frontier(hierarchy: Hierarchy, expanded: frozenset[str]) -> frozenset[str]:
     """Collapsed groups that are visible now."""
-    return frozenset(leaf for leaf in representatives(hierarchy, expanded).values()
-                     if hierarchy.groups[leaf].kind != OP)
+    return frozenset(item for item, group, opened in _walk(hierarchy.groups, frozenset(expanded))
+                     if not opened and group.kind != OP)
+
+
+def _leaf_count(hierarchy: Hierarchy, expanded: frozenset[str]) -> int:
+    """How many leaves the view of `expanded` draws (every group holds an op)."""
+    return sum(not opened for _, _, opened in _walk(hierarchy.groups, expanded))
 
 
 def expand_level(hierarchy: Hierarchy, expanded: Iterable[str]) -> frozenset[str]:
@@ -504,7 +509,7 @@ def default_expansion(hierarchy: Hierarchy, limit: int = DEFAULT_VISIBLE_LIMIT
         deeper = expand_level(hierarchy, expanded) - closed
         if deeper == expanded:
             return expanded
-        if len(set(representatives(hierarchy, deeper).values())) > limit:
+        if _leaf_count(hierarchy, deeper) > limit:
             return expanded if expanded else _first_single(hierarchy, deeper, limit)
         expanded = deeper
 
