@@ -86,9 +86,21 @@ NO_STEP = StepFacts(None, {}, {})
 # -- colour modes -----------------------------------------------------------------------
 
 
-def _dominant(values: Iterable[str]) -> str:
-    counts = Counter(values)
+def _most_common(counts: Counter) -> str:
     return min(counts, key=lambda value: (-counts[value], value)) if counts else ""
+
+
+def _dominant(values: Iterable[str]) -> str:
+    return _most_common(Counter(values))
+
+
+def _dominant_of(values: Mapping[str, str], names: Sequence[str]) -> str:
+    """_dominant of the names' values ("" for a name without one), counted in C: a leaf
+    of the first view stands for thousands of ops."""
+    counts = Counter(map(values.get, names))
+    if None in counts:
+        counts[""] += counts.pop(None)
+    return _most_common(counts)
 
 
 def format_us(value: float) -> str:
@@ -350,8 +362,7 @@ def graph_elements(view: HierarchyView, graph: GraphRecord,
     else:
         nodes, edges, box_device = list(view.nodes), view.edges, {}
     leaves = [node for node in nodes if not node.expanded]
-    dominant = {leaf.id: _dominant(assigned.get(name, "") for name in leaf.members)
-                for leaf in leaves}
+    dominant = {leaf.id: _dominant_of(assigned, leaf.members) for leaf in leaves}
     colors, legend = leaf_colors(mode, leaves, graph, assigned, facts, devices, dominant)
     elements = []
     for node in nodes:

@@ -5,9 +5,10 @@ plus the visible view of a set of expanded groups (boxes, collapsed leaves, fold
 from __future__ import annotations
 
 import hashlib
+import itertools
 import re
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 
 from engine.record.schema import GraphRecord
 
@@ -42,6 +43,27 @@ class Hierarchy:
     chains: Mapping[str, tuple[str, ...]]  # node name -> enclosing group ids, outermost first
     loops: frozenset[str]                 # scopes of while loops (start collapsed)
     edges: tuple[tuple[str, str, bool], ...] = ()   # (producer, consumer, control)
+    # The node names in drawing order (a group's are one run of it) and each group's run
+    # (start, stop), so that a view maps each visible leaf's names at once (members_of)
+    # instead of walking every group of the graph per view.
+    drawing_order: tuple[str, ...] = ()
+    runs: Mapping[str, tuple[int, int]] = field(default_factory=dict, compare=False)
+    graph_index: Mapping[str, int] = field(default_factory=dict, compare=False)
+    # group id -> indices into `edges` of the edges whose ends' innermost common group it is
+    # (ROOT when none): an edge is drawn exactly when that group is open, so a view folds
+    # only the edges of its open groups, not all of the graph's.
+    edges_within: Mapping[str, tuple[int, ...]] = field(default_factory=dict, compare=False)
+    _members: dict = field(default_factory=dict, compare=False, repr=False)
+
+    def members_of(self, gid: str) -> tuple[str, ...]:
+        """The node names under group `gid` (an op: its own), in graph order; kept."""
+        found = self._members.get(gid)
+        if found is None:
+            start, stop = self.runs[gid]
+            found = tuple(sorted(self.drawing_order[start:stop],
+                                 key=self.graph_index.__getitem__))
+            self._members[gid] = found
+        return found
 
 
 @dataclass(frozen=True)
@@ -143,9 +165,12 @@ class _Builder:
         groups: dict[str, Group] = {}
         self._emit(ROOT, ROOT, "", signature, groups)
         chains = _chains(groups)
-        return Hierarchy(groups, self.op_ids,
-                         {name: chains[groups[oid].parent] for name, oid in self.op_ids.items()},
-                         loop_scopes(self.graph), _edges(self.graph, self.op_ids))
+        enclosing = {name: chains[groups[oid].parent] for name, oid in self.op_ids.items()}
+        edges = _edges(self.graph, self.op_ids)
+        order, runs = _runs(groups, {oid: name for name, oid in self.op_ids.items()})
+        return Hierarchy(groups, self.op_ids, enclosing, loop_scopes(self.graph), edges,
+                         order, runs, {name: i for i, name in enumerate(self.op_ids)},
+                         _edges_within(edges, groups, chains, self.op_ids))
 
     def _scope(self, scope: str) -> str:
         """`scope` (and the scopes above it) added where missing, outermost first."""
@@ -261,6 +286,53 @@ class _Builder:
 
 
 
+def _runs(groups: Mapping[str, Group], names: Mapping[str, str]
+          ) -> tuple[tuple[str, ...], dict[str, tuple[int, int]]]:
+    """The node names depth first (children in order) and each group's run of them."""
+    order: list[str] = []
+    runs: dict[str, tuple[int, int]] = {}
+    stack: list[tuple[str, bool]] = [(ROOT, False)]
+    starts: dict[str, int] = {}
+    while stack:
+        gid, done = stack.pop()
+        if done:
+            runs[gid] = (starts[gid], len(order))
+            continue
+        starts[gid] = len(order)
+        if groups[gid].kind == OP:
+            order.append(names[gid])
+            runs[gid] = (starts[gid], len(order))
+            continue
+        stack.append((gid, True))
+        stack.extend((child, False) for child in reversed(groups[gid].children))
+    return tuple(order), runs
+
+
+def _edges_within(edges: Sequence[tuple[str, str, bool]], groups: Mapping[str, Group],
+                  chains: Mapping[str, tuple[str, ...]], op_ids: Mapping[str, str]
+                  ) -> dict[str, tuple[int, ...]]:
+    """Each edge under the innermost group holding both ends (found once per pair of the
+    ends' groups: most edges join ops of one scope)."""
+    found: dict[str, list[int]] = {}
+    common: dict[tuple[str, str], str] = {}
+    for index, (producer, consumer, _) in enumerate(edges):
+        if producer == consumer:
+            continue                   # drawn in no view
+        pair = (groups[op_ids[producer]].parent, groups[op_ids[consumer]].parent)
+        gid = common.get(pair)
+        if gid is None:
+            gid = common[pair] = _innermost_common(chains[pair[0]], chains[pair[1]])
+        found.setdefault(gid, []).append(index)
+    return {gid: tuple(indices) for gid, indices in found.items()}
+
+
+def _innermost_common(a: tuple[str, ...], b: tuple[str, ...]) -> str:
+    depth = 0
+    while depth < min(len(a), len(b)) and a[depth] == b[depth]:
+        depth += 1
+    return a[depth - 1] if depth else ROOT
+
+
 def _chains(groups: Mapping[str, Group]) -> dict[str, tuple[str, ...]]:
     """group id -> itself and the groups above it, outermost first (ROOT: ())."""
     chains: dict[str, tuple[str, ...]] = {ROOT: ()}
@@ -312,23 +384,27 @@ def group_members(hierarchy: Hierarchy, group: str) -> list[str]:
             if group in chain or hierarchy.op_ids[name] == group]
 
 
+def _walk(groups: Mapping[str, Group], expanded: frozenset[str]):
+    """(id, group, open) of every drawn item in drawing order, boxes before what they hold:
+    the children of open groups (ROOT is open), down to the first closed group or op."""
+    stack = list(reversed(groups[ROOT].children))
+    while stack:
+        item = stack.pop()
+        group = groups[item]
+        opened = item in expanded and group.kind != OP
+        yield item, group, opened
+        if opened:
+            stack.extend(reversed(group.children))
+
+
 def representatives(hierarchy: Hierarchy, expanded: frozenset[str]) -> dict[str, str]:
-    """node name -> the visible leaf holding it: its outermost collapsed group, else itself.
-    One pass over the groups, parents first: a group is part of its parent's leaf when the
-    parent is one, else it is a leaf itself unless it is open ("")."""
-    groups = hierarchy.groups
-    leaf_of: dict[str, str] = {ROOT: ""}
-    for gid in reversed(groups):            # _emit adds a group after all it holds
-        if gid == ROOT:
-            continue
-        above = leaf_of[groups[gid].parent]
-        if above:
-            leaf_of[gid] = above
-        elif gid in expanded and groups[gid].kind != OP:
-            leaf_of[gid] = ""
-        else:
-            leaf_of[gid] = gid
-    return {name: leaf_of[oid] for name, oid in hierarchy.op_ids.items()}
+    """node name -> the visible leaf holding it (its outermost collapsed group, else
+    itself), in graph order."""
+    leaf_of: dict[str, str] = {}
+    for item, _, opened in _walk(hierarchy.groups, frozenset(expanded)):
+        if not opened:
+            leaf_of.update(dict.fromkeys(hierarchy.members_of(item), item))
+    return {name: leaf_of[name] for name in hierarchy.op_ids}
 
 
 def hierarchy_view(hierarchy: Hierarchy, expanded: Iterable[str]) -> HierarchyView:
@@ -339,24 +415,27 @@ def hierarchy_view(hierarchy: Hierarchy, expanded: Iterable[str]) -> HierarchyVi
     expanded = frozenset(frozenset(expanded) & (groups.keys() - {ROOT}))
     expanded = frozenset(g for g in expanded if groups[g].kind != OP and _open_above(
         groups, g, expanded))
-    rep = representatives(hierarchy, expanded)
-    members: dict[str, list[str]] = {}
-    for name, leaf in rep.items():
-        members.setdefault(leaf, []).append(name)
     nodes: list[ViewNode] = []
-    stack = list(reversed(groups[ROOT].children))
-    while stack:
-        item = stack.pop()
-        group = groups[item]
-        parent = group.parent
-        if item in expanded:
-            nodes.append(ViewNode(item, group.kind, group.label, parent, True, ()))
-            stack.extend(reversed(group.children))
-        else:
-            nodes.append(ViewNode(item, group.kind, group.label, parent, False,
-                                  tuple(members.get(item, ())), len(group.children)))
-    return HierarchyView(tuple(nodes), fold_edges(hierarchy.edges, rep), expanded, rep,
-                         hierarchy.edges)
+    leaf_of: dict[str, str] = {}
+    for item, group, opened in _walk(groups, expanded):
+        if opened:
+            nodes.append(ViewNode(item, group.kind, group.label, group.parent, True, ()))
+            continue
+        names = hierarchy.members_of(item)
+        nodes.append(ViewNode(item, group.kind, group.label, group.parent, False, names,
+                              len(group.children)))
+        leaf_of.update(dict.fromkeys(names, item))
+    rep = {name: leaf_of[name] for name in hierarchy.op_ids}    # graph order
+    return HierarchyView(tuple(nodes), fold_edges(_drawn_edges(hierarchy, expanded), rep),
+                         expanded, rep, hierarchy.edges)
+
+
+def _drawn_edges(hierarchy: Hierarchy, opened: frozenset[str]) -> list[tuple[str, str, bool]]:
+    """The graph's edges between different leaves of the view whose open groups are
+    `opened` (each open above), in graph order: those within ROOT or an open group."""
+    within = hierarchy.edges_within
+    indices = sorted(itertools.chain.from_iterable(within.get(gid, ()) for gid in opened | {ROOT}))
+    return [hierarchy.edges[index] for index in indices]
 
 
 def _open_above(groups: Mapping[str, Group], group: str, expanded: frozenset[str]) -> bool:
@@ -372,17 +451,27 @@ def fold_edges(edges: Iterable[tuple[str, str, bool]],
                rep: Mapping[str, str]) -> tuple[ViewEdge, ...]:
     """One drawn edge per pair of distinct leaves that underlying edges join."""
     folded: dict[tuple[str, str], list] = {}
+    leaf = rep.__getitem__
     for edge in edges:
-        key = (rep[edge[0]], rep[edge[1]])
-        if key[0] != key[1]:
-            folded.setdefault(key, []).append(edge)
+        src, dst = leaf(edge[0]), leaf(edge[1])
+        if src != dst:
+            found = folded.get((src, dst))
+            if found is None:
+                folded[src, dst] = [edge]
+            else:
+                found.append(edge)
     return tuple(ViewEdge(src, dst, tuple(found)) for (src, dst), found in folded.items())
 
 
 def frontier(hierarchy: Hierarchy, expanded: frozenset[str]) -> frozenset[str]:
     """Collapsed groups that are visible now."""
-    return frozenset(leaf for leaf in representatives(hierarchy, expanded).values()
-                     if hierarchy.groups[leaf].kind != OP)
+    return frozenset(item for item, group, opened in _walk(hierarchy.groups, frozenset(expanded))
+                     if not opened and group.kind != OP)
+
+
+def _leaf_count(hierarchy: Hierarchy, expanded: frozenset[str]) -> int:
+    """How many leaves the view of `expanded` draws (every group holds an op)."""
+    return sum(not opened for _, _, opened in _walk(hierarchy.groups, expanded))
 
 
 def expand_level(hierarchy: Hierarchy, expanded: Iterable[str]) -> frozenset[str]:
@@ -420,7 +509,7 @@ def default_expansion(hierarchy: Hierarchy, limit: int = DEFAULT_VISIBLE_LIMIT
         deeper = expand_level(hierarchy, expanded) - closed
         if deeper == expanded:
             return expanded
-        if len(set(representatives(hierarchy, deeper).values())) > limit:
+        if _leaf_count(hierarchy, deeper) > limit:
             return expanded if expanded else _first_single(hierarchy, deeper, limit)
         expanded = deeper
 

@@ -17,7 +17,9 @@ from viz.hierarchy import (
     default_expansion,
     expand_level,
     expand_level_within,
+    fold_edges,
     format_numbers,
+    group_members,
     hierarchy_view,
     reveal,
     search,
@@ -112,6 +114,27 @@ def test_view_draws_boxes_around_expanded_groups_and_folds_edges():
     # a box is listed before what it holds, as cytoscape needs parents first
     order = [node.id for node in opened.nodes]
     assert order.index("block_1") < order.index("block_1/branch_[0-1]")
+
+
+def test_a_view_folds_only_the_edges_of_open_groups_and_maps_leaves_by_their_members():
+    """The shortcuts of a view (each group's members kept, only the edges within open
+    groups folded) draw what folding every edge of the graph draws."""
+    nodes = list(blocks(3).nodes) + [
+        make_node("w", "VariableV2"), make_node("w/read", "Identity", ("w",)),
+        make_node("block_1/branch_0/use", "MatMul", ("w/read", "block_1/join")),
+        make_node("loop", "Identity", ("loop",))]          # an edge from a node to itself
+    graph = GraphRecord(1, tuple(nodes))
+    tree = build_hierarchy(graph)
+    for gid in tree.groups:
+        wanted = group_members(tree, gid) if gid else [n.name for n in graph.nodes]
+        assert list(tree.members_of(gid)) == wanted
+    views = [[], ["w"], ["block_[0-2]"], ["block_[0-2]", "block_1"],
+             ["block_[0-2]", "block_1", "block_1/branch_[0-1]", "block_1/branch_0", "w"]]
+    for expanded in views:
+        view = hierarchy_view(tree, expanded)
+        assert view.edges == fold_edges(tree.edges, view.rep)
+        assert all(view.rep[name] == leaf.id for leaf in view.leaves() for name in leaf.members)
+        assert set(view.rep) == set(tree.op_ids)
 
 
 def test_expanded_ids_inside_a_closed_group_or_unknown_are_ignored():

@@ -400,11 +400,14 @@ def _shown(problem: str) -> tuple:
 
 
 def drawn_layout(elements: list[dict]) -> dict:
-    """The preset layout carrying every leaf's position: cytoscape moves the nodes it keeps
-    and fits the view at once when the layout changes (its own refresh after an update
-    waits 100 ms, so it is off)."""
-    positions = {e["data"]["id"]: e["position"] for e in elements if "position" in e}
-    return {**cytoscape_layout(), "positions": positions}
+    """A preset layout that only fits the view (its own refresh after an update waits
+    100 ms, so it is off): the leaves' positions travel in their elements, so cytoscape
+    moves only the nodes that moved. Positions here would set every node again, which
+    makes cytoscape measure every node and every edge anew on each redraw. An empty
+    mapping places none (the layout skips a node it has no position for), and a new one
+    each time makes dash-cytoscape run the layout on each drawing."""
+    del elements
+    return {**cytoscape_layout(), "positions": {}}
 
 
 @answers(lambda problem: _shown(problem))
