@@ -21,6 +21,7 @@ import numpy as np
 import torch
 
 import engine as tf
+from engine.compression import quantize
 from engine.kernels import quantized as qk
 from engine.kernels import quantized_fbgemm as fbgemm
 
@@ -106,6 +107,19 @@ def int8_graph(layers, width: int, calibration: np.ndarray, bits: int):
     return x, tf.dequantize(h, lo, hi, mode="SCALED")
 
 
+def pass_graph(layers, width: int, calibration: np.ndarray):
+    """The float graph through engine.compression.quantize (eightbit, calibrated): what a user
+    gets from the pass, imported into the default graph."""
+    with tf.Graph().as_default() as float_g:
+        x, out = float_graph(layers, width)
+    result = quantize(float_g.as_graph_def(), "eightbit",
+                      calibration_samples={x.op.name: calibration},
+                      output_names=[out.op.name])
+    tf.import_graph_def(result.graph_def, name="")
+    graph = tf.get_default_graph()
+    return graph.get_tensor_by_name(x.name), graph.get_tensor_by_name(out.name)
+
+
 def torch_models(layers):
     modules = []
     for i, (w, b) in enumerate(layers):
@@ -131,7 +145,8 @@ def session_row(layers, sizes, batch: int, repeat: int, calibration) -> dict:
     config = tf.ConfigProto(inter_op_parallelism_threads=1, intra_op_parallelism_threads=1)
     builds = {"our float": lambda: float_graph(layers, sizes[0]),
               "our int8, 8-bit w": lambda: int8_graph(layers, sizes[0], calibration, 8),
-              "our int8, 7-bit w": lambda: int8_graph(layers, sizes[0], calibration, 7)}
+              "our int8, 7-bit w": lambda: int8_graph(layers, sizes[0], calibration, 7),
+              "quantize_graph int8": lambda: pass_graph(layers, sizes[0], calibration)}
     functions, errors, sessions = {}, {}, []
     for label, build in builds.items():
         with tf.Graph().as_default() as g:
