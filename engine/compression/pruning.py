@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from engine.record.schema import CompressionRatios
+
 __all__ = [
     "ConstantSparsity", "MagnitudePruning", "PolynomialDecay", "Compression", "Stage",
     "compression", "csr_to_dense", "dense_to_csr", "magnitude_mask", "prunable_variables",
@@ -368,7 +370,7 @@ def sparse_freeze(graph_def, names: Sequence[str]):
 
 
 @dataclass(frozen=True)
-class Compression:
+class Compression(CompressionRatios):
     """Stored weight values of the pruned kernels, dense versus CSR: value counts, their
     ratio, and bytes of the arrays (CSR with its int32 column indices and row pointers)."""
     dense_values: int
@@ -376,14 +378,6 @@ class Compression:
     dense_bytes: int
     sparse_bytes: int
     per_layer: dict         # name -> (dense values, nonzero values)
-
-    @property
-    def ratio(self) -> float:
-        return self.dense_values / max(self.stored_values, 1)
-
-    @property
-    def bytes_ratio(self) -> float:
-        return self.dense_bytes / max(self.sparse_bytes, 1)
 
 
 def compression(weights: Mapping[str, np.ndarray]) -> Compression:

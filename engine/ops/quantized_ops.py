@@ -96,16 +96,21 @@ def _matrix(op, index: int) -> list:
     return list(shape.dims)
 
 
-def _mat_mul_infer(op):
-    _quantized_input(op, 0, "a")
-    _quantized_input(op, 1, "b")
-    _scalar_ranges(op, 2, 4)
+def _product_shape(op) -> TensorShape:
+    """[m, n] of a (transposed) a @ b, inputs 0 and 1; k must agree where both are known."""
     a, b = _matrix(op, 0), _matrix(op, 1)
     m, k = a[::-1] if op.attrs["transpose_a"] else a
     k2, n = b[::-1] if op.attrs["transpose_b"] else b
     if k is not None and k2 is not None and k != k2:
         raise shape_error(op, f"Dimensions must be equal, but are {k} and {k2}")
-    return _with_range(op.attrs["Toutput"], TensorShape([m, n]))
+    return TensorShape([m, n])
+
+
+def _mat_mul_infer(op):
+    _quantized_input(op, 0, "a")
+    _quantized_input(op, 1, "b")
+    _scalar_ranges(op, 2, 4)
+    return _with_range(op.attrs["Toutput"], _product_shape(op))
 
 
 def _requantize_infer(op):
@@ -278,12 +283,7 @@ def _fused_mat_mul_infer(op, ranges: int, bias_types=(dtypes.float32, dtypes.qin
     bias = op.inputs[2].shape
     if bias.ndims is not None and bias.ndims != 1:
         raise shape_error(op, f"Shape must be rank 1 but is rank {bias.ndims}")
-    a, b = _matrix(op, 0), _matrix(op, 1)
-    m, k = a[::-1] if op.attrs["transpose_a"] else a
-    k2, n = b[::-1] if op.attrs["transpose_b"] else b
-    if k is not None and k2 is not None and k != k2:
-        raise shape_error(op, f"Dimensions must be equal, but are {k} and {k2}")
-    return _with_range(op.attrs["Toutput"], TensorShape([m, n]))
+    return _with_range(op.attrs["Toutput"], _product_shape(op))
 
 
 def _product(dims) -> int:

@@ -301,8 +301,25 @@ class QuantizationComparisonRecord:
     wall_time: float = 0.0
 
 
+class CompressionRatios:
+    """The ratios of a compression's figures: dense values per stored value, dense bytes per
+    sparse byte (engine.compression.pruning.Compression shares them)."""
+    dense_values: int
+    stored_values: int
+    dense_bytes: int
+    sparse_bytes: int
+
+    @property
+    def ratio(self) -> float:
+        return self.dense_values / max(self.stored_values, 1)
+
+    @property
+    def bytes_ratio(self) -> float:
+        return self.dense_bytes / max(self.sparse_bytes, 1)
+
+
 @dataclass(frozen=True)
-class CompressionRecord:
+class CompressionRecord(CompressionRatios):
     """What the pruned kernels cost stored dense versus as CSR: value counts, bytes (CSR with
     its int32 column indices and row pointers), and the accuracy before and after pruning.
     per_layer: layer -> (dense values, stored nonzero values)."""
@@ -315,14 +332,6 @@ class CompressionRecord:
     per_layer: dict = field(default_factory=dict)
     seq: int = 0
     wall_time: float = 0.0
-
-    @property
-    def ratio(self) -> float:
-        return self.dense_values / max(self.stored_values, 1)
-
-    @property
-    def bytes_ratio(self) -> float:
-        return self.dense_bytes / max(self.sparse_bytes, 1)
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ import math
 import pytest
 from dash import no_update
 from recorded_quantization import COMPARISON, THRESHOLD_DB, record_quantized_runs
-from test_robust_callbacks import HOSTILE, called
+from test_robust_callbacks import call_with_every_hostile_value
 
 from viz.quantization import ORIGINAL, QUANTIZED, sqnr_bin, sqnr_bins
 from workbench import data
@@ -155,11 +155,5 @@ CALLBACKS = {
 @pytest.mark.parametrize("name", sorted(CALLBACKS))
 def test_every_callback_takes_any_value(runs, name, caplog):
     function, valid = CALLBACKS[name]
-    args = valid(runs)
-    called(function, args)
-    for position in range(len(args)):
-        for value in HOSTILE:
-            hostile = list(args)
-            hostile[position] = value
-            called(function, hostile)
+    call_with_every_hostile_value(function, valid(runs))
     assert [r.getMessage() for r in caplog.records if r.levelno >= 40] == []

@@ -80,16 +80,21 @@ def unforeseen(caplog) -> list[str]:
     return [record.getMessage() for record in caplog.records if record.levelno >= 40]
 
 
-@pytest.mark.parametrize("name", sorted(CALLBACKS))
-def test_every_argument_of_every_callback_takes_any_value(recorded, name, caplog):
-    function, valid = CALLBACKS[name]
-    args = valid(recorded)
+def call_with_every_hostile_value(function, args) -> None:
+    """Calls `function` with its valid arguments, then with each HOSTILE value in each
+    position in turn (the other pages' callback tests share this)."""
     called(function, args)
     for position in range(len(args)):
         for value in HOSTILE:
             hostile = list(args)
             hostile[position] = value
             called(function, hostile)
+
+
+@pytest.mark.parametrize("name", sorted(CALLBACKS))
+def test_every_argument_of_every_callback_takes_any_value(recorded, name, caplog):
+    function, valid = CALLBACKS[name]
+    call_with_every_hostile_value(function, valid(recorded))
     assert unforeseen(caplog) == []
 
 
