@@ -106,7 +106,9 @@ def test_the_graph_is_drawn_once_with_positions(runs):
     assert address is replay.no_update                 # the address is left as it is
     ids = {element["data"]["id"] for element in elements}
     assert "layer1/MatMul" in ids or "layer1" in ids
-    assert layout["name"] == "preset" and layout["positions"]
+    # The positions travel in the elements (as on the Graph page); the layout only fits.
+    assert layout["name"] == "preset" and layout["positions"] == {}
+    assert all("position" in e for e in elements if "leaf" in e.get("classes", ""))
     assert replay.draw(None)[2] == "No readable run in the log directory."
     assert replay.draw("nope")[2].startswith("No run named 'nope'")
 
