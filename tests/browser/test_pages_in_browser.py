@@ -130,4 +130,8 @@ def test_a_long_logdir_is_cut_in_the_header_not_scrolled_sideways(dash_duo, tmp_
         "return document.documentElement.scrollWidth <= window.innerWidth")
     assert dash_duo.find_element(".app-logdir").get_attribute("title").endswith(
         "a-long-name-")
+    # At 1280 px the header is one line (a wrapped one pushed the Graph page's drawing below
+    # the window): one line is under 60 px, two are 69.
+    assert dash_duo.driver.execute_script(
+        "return document.querySelector('.app-header').getBoundingClientRect().height") < 60
     assert dash_duo.get_logs() == []
