@@ -111,6 +111,15 @@ def painted_by_sqnr(elements: Sequence[dict], members: Mapping[str, Sequence[str
     return out
 
 
+def holding_leaves(comparison: QuantizationComparisonRecord, side: str,
+                   rep: Mapping[str, str], original: str) -> list[str]:
+    """The ids of the drawn leaves of `side` (`rep`: node name -> the visible leaf holding
+    it, as the hierarchy view maps it) that hold a node standing for the original node
+    `original`: the op itself, or the collapsed scope or series around it; in graph order."""
+    names = [name for name, owner in owners(comparison, side).items() if owner == original]
+    return list(dict.fromkeys(rep[name] for name in names if name in rep))
+
+
 def flagged_style() -> list[dict]:
     return [{"selector": "node.leaf.flagged", "style": {
         "border-width": 4, "border-color": FLAGGED_OUTLINE, "border-style": "double"}}]

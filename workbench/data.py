@@ -457,6 +457,45 @@ def open_view(name: str, version: int) -> tuple[GraphRecord, HierarchyView] | No
     return record, _cache.get(key, build).value
 
 
+def version_hierarchy(name: str, version: int) -> Hierarchy | None:
+    """Scopes and series of graph `version` of the run (the Quantization page shows two
+    versions of one run); None when the run has no such version."""
+    record = graph(name, version)
+    if record is None:
+        return None
+
+    def build() -> Sized:
+        tree = Sized(record)
+        tree.value, tree.size = build_hierarchy(record), tree.size // 2
+        return tree
+    return _cache.get((str(run_path(name)), version, "version_hierarchy"), build).value
+
+
+def version_default(name: str, version: int) -> frozenset[str]:
+    """The groups of graph `version` opened when it is first shown (as the Graph page's)."""
+    tree = version_hierarchy(name, version)
+    if tree is None:
+        return frozenset()
+    return _cache.get((str(run_path(name)), version, "version_default"),
+                      lambda: hierarchy_default_expansion(tree))
+
+
+def version_view(name: str, version: int, expanded: frozenset[str]
+                 ) -> tuple[GraphRecord, HierarchyView] | None:
+    """Graph `version` of the run and its view for these expanded groups (only the
+    version's own group ids reach the key), or None when the run has no such version."""
+    tree = version_hierarchy(name, version)
+    if tree is None:
+        return None
+    expanded = frozenset(frozenset(expanded) & tree.groups.keys())
+
+    def build() -> Sized:
+        drawn = hierarchy_view(tree, expanded)
+        return Sized(drawn, 160 * len(drawn.rep) + 600 * (len(drawn.nodes) + len(drawn.edges)))
+    return graph(name, version), _cache.get(
+        (str(run_path(name)), version, expanded, "version_view"), build).value
+
+
 def warm_graphs(limit: int = 3) -> None:
     """Reads and groups the graphs of the newest `limit` healthy runs, so the first visit to
     the Graph page draws at once (TensorBoard, too, loads its logdir when it starts). What

@@ -32,7 +32,24 @@ PARTS: dict[str, Part] = {
     "placements": lambda name, info: len(data.placements(name)),
     "histogram_tags": lambda name, info: data.histogram_tags(name),
     "image_tags": lambda name, info: data.image_tags(name),
+    "pruning": lambda name, info: _pruning(name),
+    "quantization": lambda name, info: _quantization(name),
 }
+
+
+def _pruning(name: str) -> list:
+    """Sensitivity points, prune stages and the compression record's seq (Pruning page)."""
+    figures = data.compression(name)
+    return [sum(len(points) for points in data.sensitivity_curves(name).values()),
+            len(data.prune_stages(name)), None if figures is None else figures.seq]
+
+
+def _quantization(name: str) -> list:
+    """Comparisons (by name and graph versions), cost rows and graph versions (Quantization
+    page)."""
+    return [[[c.name, c.original_graph_version, c.quantized_graph_version, c.seq]
+             for c in data.quantization_comparisons(name)],
+            len(data.quantization_costs(name)), data.graph_versions(name)]
 
 
 def clock(stamp: float, now: float) -> str:

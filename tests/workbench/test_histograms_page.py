@@ -5,13 +5,16 @@ and hostile inputs answered with a message."""
 
 from __future__ import annotations
 
+import dash
 import numpy as np
 import pytest
+from dash.exceptions import PreventUpdate
 
 from engine.record import RunWriter
 from viz.histograms import TB_PERCENTILES, percentiles
 from workbench import data
 from workbench.pages import histograms as page
+from workbench.pages.common import zoom_key
 
 RUN, PLAIN, TORCH = "hist-run", "scalars-only", "tb-hist"
 STEPS = 8
@@ -75,10 +78,11 @@ def test_tag_choice_keeps_the_address_tag_else_the_first(store):
 def test_figures_draw_the_histogram_mode_beside_the_distribution(store, mode):
     children = page.figures([RUN], ["layer1/weights", "bias"], mode)
     drawn = graphs(children)
-    assert [(g.id["type"], g.id["tag"]) for g in drawn] == [
-        ("histograms-histogram-graph", "layer1/weights"),
-        ("histograms-distribution-graph", "layer1/weights"),
-        ("histograms-histogram-graph", "bias"), ("histograms-distribution-graph", "bias")]
+    assert [g.id for g in drawn] == [
+        page.graph_id(kind, RUN, tag, mode) for tag in ("layer1/weights", "bias")
+        for kind in ("histogram", "distribution")]
+    assert {g.id["type"] for g in drawn} == {page.GRAPH}
+    assert [g.id["mode"] for g in drawn[:2]] == [mode, page.ANY_MODE]
     histogram, distribution = drawn[0].figure, drawn[1].figure
     steps = [f"step {s}" for s in range(STEPS)]
     assert [t.name for t in histogram.data][:STEPS] == steps
@@ -145,3 +149,63 @@ def test_an_event_file_run_answers_the_same_queries(tmp_path):
         np.testing.assert_allclose(median, [0.0, 1.0, 2.0], atol=0.1)
     finally:
         data.set_logdir("runs")
+
+
+# -- a live refresh: new steps set on the drawn plots, in their mode, with the user's zoom --
+
+
+def _poll(changed=("steps",)) -> dict:
+    return {"runs": {}, "changed": list(changed)}
+
+
+def test_a_poll_refreshes_each_plot_in_its_mode_with_its_zoom(tmp_path):
+    rng = np.random.default_rng(1)
+    data.set_logdir(tmp_path)
+    try:
+        with RunWriter(tmp_path, "live") as run:
+            for step in range(3):
+                run.histogram("w", rng.normal(step, 1.0, 200), step)
+            run.flush()
+            drawn = graphs(page.figures(["live"], ["w"], "overlay"))
+            ids = [graph.id for graph in drawn]
+            revisions = [graph.figure.layout.uirevision for graph in drawn]
+            run.histogram("w", rng.normal(3, 1.0, 200), 3)
+            run.flush()
+            zoom = {"xaxis": [0.5, 2.5], "yaxis": [0, 40]}
+            ridges, bands = page.refresh_figures(ids, "overlay", _poll(),
+                                                 {zoom_key(ids[0]): zoom})
+        # The new step drawn, in overlay (a colour bar, no filled ridge), zoom stated.
+        assert [t.name for t in ridges.data][:4] == [f"step {s}" for s in range(4)]
+        assert ridges.data[-1].marker.showscale and ridges.data[0].fill is None
+        assert list(ridges.layout.xaxis.range) == [0.5, 2.5]
+        assert list(ridges.layout.yaxis.range) == [0, 40]
+        assert ridges.layout.xaxis.autorange is False
+        assert len(bands.data[-1].x) == 4 and bands.layout.xaxis.range is None
+        assert [ridges.layout.uirevision, bands.layout.uirevision] == revisions
+        # The mode changed since these plots were drawn: the mode's redraw replaces the
+        # histogram, and its zoom (taken on another axis) is not carried over.
+        stale = page.refresh_figures(ids, "offset", _poll(), {zoom_key(ids[0]): zoom})
+        assert stale[0] is dash.no_update and len(stale[1].data[-1].x) == 4
+        assert page.graph_id("histogram", "live", "w", "offset") != ids[0]
+    finally:
+        data.set_logdir("runs")
+
+
+@pytest.mark.parametrize("ids, live_state", [
+    ([page.graph_id("histogram", RUN, "bias", "offset")], None),          # not a poll
+    ([page.graph_id("histogram", RUN, "bias", "offset")], _poll(["alerts"])),  # nothing shown
+    ([], _poll()), ("junk", _poll()),
+])
+def test_a_refresh_without_news_sends_nothing(store, ids, live_state):
+    with pytest.raises(PreventUpdate):
+        page.refresh_figures(ids, "offset", live_state)
+
+
+def test_a_refresh_answers_hostile_ids_plot_by_plot(store):
+    good = page.graph_id("distribution", RUN, "bias", "offset")
+    hostile = [5, {"kind": "other"}, {**good, "run": "../x"}, {**good, "tag": "missing"},
+               {**good, "mode": "offset"}, good]
+    got = page.refresh_figures(hostile, "offset", _poll())
+    assert got[:5] == [dash.no_update] * 5 and len(got[5].data) == len(TB_PERCENTILES)
+    with pytest.raises(PreventUpdate):      # a bad mode: nothing sent, nothing raised
+        page.refresh_figures([good], "stacked", _poll())

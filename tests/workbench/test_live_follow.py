@@ -266,10 +266,11 @@ def test_scalars_and_histograms_draw_the_new_steps(logdir):
         assert list(zoomed[0].layout.xaxis.range) == [1, 2]     # the zoom, stated
         assert zoomed[0].layout.xaxis.autorange is False
         assert scalars.tag_choice(["live"], ["loss"], None, state) == (["loss"], no_update)
-        ids = [{"type": f"histograms-{kind}-graph", "run": "live", "tag": "w"}
+        ids = [histograms.graph_id(kind, "live", "w", "offset")
                for kind in ("histogram", "distribution")]
-        ridges, bands = histograms.refresh_figures(ids[:1], ids[1:], "offset", state)
-        assert len(ridges[0].data) == 4 and bands[0].layout.uirevision == "live:w:distribution"
+        ridges, bands = histograms.refresh_figures(ids, "offset", state)
+        assert len(ridges.data) == 4 and bands.layout.uirevision == drawn[0].children[
+            1].figure.layout.uirevision
         assert histograms.tag_choice(["live"], ["w"], None, state) == (["w"], no_update)
         with pytest.raises(PreventUpdate):     # not a poll: the full redraw does it
             scalars.refresh_curves([curve_id], ["live"], ["loss"], 0.0, None, [], None, None)

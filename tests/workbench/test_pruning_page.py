@@ -4,6 +4,7 @@ no pruning records."""
 
 from __future__ import annotations
 
+import dash
 import pytest
 
 from engine.record import RunWriter
@@ -100,3 +101,56 @@ def test_compression_rows_and_schedule_without_a_chosen_stage():
     assert rows["Stored weight values"] == "100 dense → 10 nonzero (10.00× fewer)"
     assert "-0.50 points" in rows["Accuracy"] and rows["a"] == "10 of 100 kept (90.0% pruned)"
     assert schedule_figure([], None).layout.shapes == ()
+
+
+# -- live follow: a run still being written shows its new pruning records --
+
+
+def _stage(k: int, layers=("a/kernel", "b/kernel")):
+    from engine.compression.pruning import Stage
+    return Stage(k, 10 * k, {n: 0.2 * k for n in layers}, {n: 0.2 * k for n in layers},
+                 0.9 - 0.01 * k, 0.95 - 0.01 * k)
+
+
+def _poll(changed=("pruning",)) -> dict:
+    return {"runs": {}, "changed": list(changed)}
+
+
+def test_a_poll_shows_new_stages_and_keeps_the_users_choice(tmp_path):
+    from engine.compression.pruning import record_pruning
+    from workbench.live import PARTS
+    data.set_logdir(tmp_path)
+    try:
+        with RunWriter(tmp_path, "live") as writer:
+            record_pruning(writer, {"a/kernel": [(0.0, 0.9), (0.5, 0.8)]}, [_stage(0), _stage(1)])
+            writer.flush()
+            layers, shown, stages, stage, _ = pruning.run_view("live")
+            before = PARTS["pruning"]("live", None)
+            assert [o["value"] for o in stages] == [0, 1] and stage == 1 and shown == ["a/kernel"]
+            assert pruning.run_view("live", shown, stage, layers, stages, _poll(["alerts"])) == (
+                dash.no_update,) * 5            # nothing the page shows changed
+            record_pruning(writer, {"b/kernel": [(0.0, 0.9), (0.5, 0.7)]}, [_stage(2)])
+            writer.flush()
+            assert PARTS["pruning"]("live", None) != before
+            # At the newest stage: the new newest is chosen; the new layer is shown.
+            got = pruning.run_view("live", shown, 1, layers, stages, _poll())
+            assert [o["value"] for o in got[0]] == ["a/kernel", "b/kernel"]
+            assert got[1] == ["a/kernel", "b/kernel"]
+            assert [o["value"] for o in got[2]] == [0, 1, 2] and got[3] == 2
+            # An earlier stage the user chose stays, a layer they hid stays hidden, and what
+            # did not change is not sent again.
+            kept = pruning.run_view("live", ["b/kernel"], 0, got[0], got[2], _poll())
+            assert kept[:4] == (dash.no_update,) * 4
+            sparsity, schedule = pruning.stage_view("live", 0, _poll())
+            assert schedule.layout.uirevision == "live:schedule"
+            assert pruning.stage_view("live", 0, _poll(["alerts"])) == (dash.no_update,) * 2
+            curves = pruning.sensitivity("live", ["a/kernel", "b/kernel"], _poll())
+            assert len(curves.data) == 2 and curves.layout.uirevision == "live:sensitivity"
+            assert pruning.sensitivity("live", None, _poll(["steps"])) is dash.no_update
+    finally:
+        data.set_logdir("runs")
+
+
+def test_hostile_state_after_a_poll_becomes_a_message(pruned, text_of):
+    got = pruning.run_view("pruned", {"x": 1}, "s", 5, None, _poll())
+    assert "the layers must be a list" in text_of(got[4]).lower()

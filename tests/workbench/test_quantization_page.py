@@ -12,6 +12,7 @@ from dash import no_update
 from recorded_quantization import COMPARISON, THRESHOLD_DB, record_quantized_runs
 from test_robust_callbacks import call_with_every_hostile_value
 
+from engine.record import RunWriter
 from viz.quantization import ORIGINAL, QUANTIZED, sqnr_bin, sqnr_bins
 from workbench import data
 from workbench.pages import quantization as page
@@ -70,10 +71,21 @@ def test_the_summary_and_the_legend(runs, text_of):
     assert "recorded no quantization comparison" in problem and legend == []
 
 
+def every_group(runs) -> list[str]:
+    """Every scope and series of both graphs: each op drawn as its own leaf."""
+    record = comparison(runs)
+    trees = [data.version_hierarchy(runs.run, version) for version in (
+        record.original_graph_version, record.quantized_graph_version)]
+    return sorted({gid for tree in trees for gid, group in tree.groups.items()
+                   if group.kind != "op"})
+
+
 def test_both_graphs_are_painted_by_sqnr_with_the_flagged_node_marked(runs):
     record = comparison(runs)
     by_original = {n.original: n for n in record.nodes}
-    elements, _layout, problem, style, line = page.draw_side(ORIGINAL, runs.run, COMPARISON)
+    opened = every_group(runs)
+    elements, _layout, problem, style, line = page.draw_side(ORIGINAL, runs.run, COMPARISON,
+                                                             opened)
     assert problem == "" and style == {"display": "none"} and "graph version 1" in line
     drawn = {e["data"]["original"]: e for e in leaves(elements).values()
              if e["data"]["original"]}
@@ -84,7 +96,7 @@ def test_both_graphs_are_painted_by_sqnr_with_the_flagged_node_marked(runs):
     assert [n for n, e in drawn.items() if "flagged" in e["classes"]] == [runs.flagged]
     assert drawn["images"]["data"]["color"] == sqnr_bin(math.inf, THRESHOLD_DB).color
 
-    elements, *_rest, line = page.draw_side(QUANTIZED, runs.run, COMPARISON)
+    elements, *_rest, line = page.draw_side(QUANTIZED, runs.run, COMPARISON, opened)
     assert "graph version 2" in line
     quantized = leaves(elements)
     stands = {e["data"]["original"] for e in quantized.values()}
@@ -100,7 +112,7 @@ def test_a_click_in_either_graph_selects_the_original_node_in_both(runs):
     assert page.select(None, None, None, runs.run, COMPARISON, query) == runs.flagged
     asked = {"run": runs.run, "node": "dense/Relu"}
     assert page.select(None, None, None, runs.run, COMPARISON, asked) == "dense/Relu"
-    elements = page.draw_side(QUANTIZED, runs.run, COMPARISON)[0]
+    elements = page.draw_side(QUANTIZED, runs.run, COMPARISON, every_group(runs))[0]
     leaf = next(e for e in leaves(elements).values()
                 if e["data"]["original"] == "dense_1/Relu")
     tap = {"id": leaf["data"]["id"], "kind": "op", "original": "dense_1/Relu"}
@@ -112,6 +124,55 @@ def test_a_click_in_either_graph_selects_the_original_node_in_both(runs):
     assert style[-1]["selector"] == 'node[original = "dense_1/Relu"]'
     assert style[-1]["style"]["border-width"] == 4
     assert page.side_style("") == page.side_style(None)
+
+
+SERIES = "dense+dense_[1]"       # dense and dense_1: one series node, closed at first
+
+
+def test_the_first_view_draws_collapsed_groups_painted_by_their_worst_member(runs):
+    record = comparison(runs)
+    by_original = {n.original: n for n in record.nodes}
+    opened = page.expansion(None, None, None, runs.run, COMPARISON, None)
+    assert SERIES not in opened and "logits" in opened
+    for side in (ORIGINAL, QUANTIZED):
+        elements, _layout, problem, _style, line = page.draw_side(side, runs.run, COMPARISON,
+                                                                  opened)
+        series = leaves(elements)[SERIES]
+        inside = [n for n in record.nodes if n.original.startswith(("dense/", "dense_1/"))]
+        worst = min(inside, key=lambda n: n.sqnr_db)
+        # One node for the series, with its size, painted by its worst member, and marked:
+        # it holds the flagged node.
+        assert series["data"]["original"] == worst.original and problem == ""
+        assert series["data"]["color"] == sqnr_bin(worst.sqnr_db, THRESHOLD_DB).color
+        assert "flagged" in series["classes"] and "series" in series["classes"]
+        assert [e["data"]["id"] for e in leaves(elements).values()
+                if "flagged" in e["classes"]] == [SERIES]
+        assert "dense/Relu" not in {e["data"]["original"] for e in leaves(elements).values()}
+        assert f"{len(leaves(elements))} drawn for" in line
+        # The selection outlines the series holding the selected node, whichever member.
+        style = page.side_style("dense/Relu", side, runs.run, COMPARISON, opened)
+        assert {"selector": f'node[id = "{SERIES}"]', "style": page.SELECTED_STYLE} in style
+    assert by_original[runs.flagged].flagged
+
+
+def test_a_click_on_a_collapsed_group_opens_it_in_both_graphs(runs):
+    opened = page.expansion(None, None, None, runs.run, COMPARISON, None)
+    tap = {"id": SERIES, "kind": "series", "original": "x"}
+    deeper = page.expansion(QUANTIZED_CY, None, tap, runs.run, COMPARISON, opened)
+    assert deeper == sorted({*opened, SERIES})
+    for side in (ORIGINAL, QUANTIZED):       # the same series is open on both sides
+        drawn = leaves(page.draw_side(side, runs.run, COMPARISON, deeper)[0])
+        assert SERIES not in drawn and {"dense", "dense_1"} <= set(drawn)
+        style = page.side_style("dense/Relu", side, runs.run, COMPARISON, deeper)
+        assert {"selector": 'node[id = "dense"]', "style": page.SELECTED_STYLE} in style
+    # A click on the open series' box closes it again; a click on an op opens nothing.
+    assert page.expansion(ORIGINAL_CY, {"id": SERIES, "kind": "series"}, None, runs.run,
+                          COMPARISON, deeper) == opened
+    op = {"id": "probabilities", "kind": "op", "original": "probabilities"}
+    assert page.expansion(ORIGINAL_CY, op, None, runs.run, COMPARISON, deeper) is no_update
+    assert page.expansion(ORIGINAL_CY, {"id": "nope", "kind": "scope"}, None, runs.run,
+                          COMPARISON, deeper) is no_update
+    assert page.expansion(None, None, None, runs.plain, None, deeper) == []
 
 
 def test_the_selected_node_shows_its_histograms_and_metrics(runs, text_of):
@@ -143,12 +204,20 @@ CALLBACKS = {
     "comparison_choice": (page.comparison_choice, lambda r: (r.run,)),
     "costs": (page.costs, lambda r: (r.run,)),
     "overview": (page.overview, lambda r: (r.run, COMPARISON)),
-    "draw_side": (page.draw_side, lambda r: (ORIGINAL, r.run, COMPARISON)),
+    "draw_side": (page.draw_side, lambda r: (ORIGINAL, r.run, COMPARISON, ["logits"])),
+    "comparison_choice_polled": (page.comparison_choice, lambda r: (
+        r.run, COMPARISON, [{"label": COMPARISON, "value": COMPARISON}],
+        {"runs": {}, "changed": ["quantization"]})),
+    "costs_polled": (page.costs, lambda r: (r.run, {"runs": {}, "changed": ["quantization"]})),
     "select": (page.select, lambda r: (QUANTIZED_CY, None, {"id": "x", "kind": "op",
                                                             "original": "dense_1/Relu"},
                                        r.run, COMPARISON, {"run": r.run})),
     "details": (page.details, lambda r: (r.run, COMPARISON, "dense_1/Relu")),
-    "style": (page._guarded_style, lambda r: ("dense_1/Relu",)),
+    "style": (page._guarded_style, lambda r: ("dense_1/Relu", QUANTIZED, r.run, COMPARISON,
+                                             ["dense+dense_[1]"])),
+    "expansion": (page.expansion, lambda r: (ORIGINAL_CY, {"id": "dense+dense_[1]",
+                                                           "kind": "series"}, None, r.run,
+                                             COMPARISON, [])),
 }
 
 
@@ -157,3 +226,42 @@ def test_every_callback_takes_any_value(runs, name, caplog):
     function, valid = CALLBACKS[name]
     call_with_every_hostile_value(function, valid(runs))
     assert [r.getMessage() for r in caplog.records if r.levelno >= 40] == []
+
+
+# -- live follow: comparisons and costs recorded while the page is open --
+
+
+def _poll(changed=("quantization",)) -> dict:
+    return {"runs": {}, "changed": list(changed)}
+
+
+def test_a_poll_shows_new_comparisons_and_costs_and_keeps_the_users_choice(runs, tmp_path):
+    import dataclasses
+
+    from recorded_quantization import COSTS
+
+    from workbench.live import PARTS
+    record = comparison(runs)
+    data.set_logdir(tmp_path)
+    with RunWriter(tmp_path, "growing") as writer:
+        writer.scalar("loss", 1.0, 0)
+        writer.flush()
+        assert page.comparison_choice("growing") == ([], None)
+        before = PARTS["quantization"]("growing", None)
+        writer.quantization_comparison(dataclasses.replace(record, name="first"))
+        writer.quantization_costs(COSTS[:1])
+        writer.flush()
+        assert PARTS["quantization"]("growing", None) != before
+        options, chosen = page.comparison_choice("growing", None, [], _poll())
+        assert chosen == "first" and [o["value"] for o in options] == ["first"]
+        assert len(page.costs("growing", _poll()).children[1].children) == 1
+        assert page.costs("growing", _poll(["steps"])) is no_update
+        assert page.comparison_choice("growing", "first", options, _poll(["alerts"])) == (
+            no_update, no_update)
+        writer.quantization_comparison(dataclasses.replace(record, name="second"))
+        writer.flush()
+        # At the newest: the newer one is chosen; at an older one: it stays.
+        got = page.comparison_choice("growing", "first", options, _poll())
+        assert [o["value"] for o in got[0]] == ["first", "second"] and got[1] == "second"
+        kept = page.comparison_choice("growing", "first", got[0], _poll())
+        assert kept == (no_update, no_update)

@@ -9,11 +9,13 @@ from dash import ALL, Input, Output, State, dcc, html
 from dash.exceptions import PreventUpdate
 
 from viz.histograms import MODES, OFFSET, distribution_figure, histogram_figure
-from workbench import data, inputs
+from workbench import data, inputs, live
 from workbench.pages.common import (
     PROBLEMS,
     answers,
+    keep_zooms,
     labelled,
+    live_changed,
     live_follow,
     live_ids,
     loading,
@@ -25,6 +27,7 @@ from workbench.pages.common import (
     run_choices,
     run_notice,
     run_options,
+    zoom_of,
 )
 
 PATH = "/histograms"
@@ -38,6 +41,10 @@ MODE_RADIO = "histograms-mode-radio"
 NOTICE_TEXT = "histograms-notice-text"
 FIGURES_DIV = "histograms-figures-div"
 FIGURES_LOADING = "histograms-figures-loading"
+# One pattern for both kinds of plot, so one zoom store follows them all (keep_zooms); the
+# histogram's mode is in its id, so a zoom taken in one mode is never stated on the other.
+GRAPH = "histograms-graph"
+ANY_MODE = "any"                # the distribution view is the same in both modes
 LIVE = live_ids("histograms")
 LIVE_PARTS = ("steps", "histogram_tags")
 MODE_LABELS = {"offset": "Offset", "overlay": "Overlay"}
@@ -129,11 +136,26 @@ def _mode(value) -> str:
     return value
 
 
-def _graph(kind: str, run: str, tag: str, figure) -> dcc.Graph:
-    figure.update_layout(uirevision=f"{run}:{tag}:{kind}")
-    return dcc.Graph(id={"type": f"histograms-{kind}-graph", "run": run, "tag": tag},
-                     figure=figure, className="histograms-figure",
-                     config={"displaylogo": False})
+def graph_id(kind: str, run: str, tag: str, mode: str) -> dict[str, str]:
+    """The id of one drawn plot: its kind, run, tag and (a histogram's) mode."""
+    return {"type": GRAPH, "kind": kind, "run": run, "tag": tag,
+            "mode": mode if kind == "histogram" else ANY_MODE}
+
+
+def _figure(kind: str, run: str, tag: str, mode: str, records):
+    """The plot's figure with a revision fixed per plot and mode: plotly keeps what the user
+    changed (zoom, hidden traces) while the revision stays."""
+    title = f"{run} · {tag}"
+    figure = (histogram_figure(records, title, mode, FIGURE_HEIGHT) if kind == "histogram"
+              else distribution_figure(records, f"{title} (distribution)", FIGURE_HEIGHT))
+    figure.update_layout(uirevision=":".join(graph_id(kind, run, tag, mode).values()))
+    return figure
+
+
+def _graph(kind: str, run: str, tag: str, mode: str, records) -> dcc.Graph:
+    return dcc.Graph(id=graph_id(kind, run, tag, mode),
+                     figure=_figure(kind, run, tag, mode, records),
+                     className="histograms-figure", config={"displaylogo": False})
 
 
 @answers(lambda problem: [message(problem)])
@@ -153,13 +175,9 @@ def figures(runs: list[str] | None, tags: list[str] | None, mode: str | None) ->
                 if tag not in present:
                     continue
                 records = data.histograms(run, tag)
-                title = f"{run} · {tag}"
                 rows.append(html.Div(className="histograms-row", style=_ROW, children=[
-                    _graph("histogram", run, tag,
-                           histogram_figure(records, title, mode, FIGURE_HEIGHT)),
-                    _graph("distribution", run, tag,
-                           distribution_figure(records, f"{title} (distribution)",
-                                               FIGURE_HEIGHT))]))
+                    _graph(kind, run, tag, mode, records)
+                    for kind in ("histogram", "distribution")]))
         except PROBLEMS as exc:
             notes.append(message(f"{run}: {problem_text(exc)}"))
     if not rows and not notes:
@@ -173,30 +191,39 @@ def _unchanged(_problem: str = ""):
 
 
 @answers(_unchanged)
-def refresh_figures(histogram_ids, distribution_ids, mode, live=None) -> tuple[list, list]:
-    """After a poll (`live`): each drawn histogram and distribution figure rebuilt with the
-    new steps and set on its graph in place, so plotly keeps the user's zoom."""
-    if live is None or not isinstance(histogram_ids, list) or not isinstance(
-            distribution_ids, list) or not histogram_ids + distribution_ids:
+def refresh_figures(graph_ids, mode, live_state=None, zooms=None) -> list:
+    """After a poll (`live_state`) that saw new steps or tags: each drawn plot's figure
+    rebuilt with the new steps and set on its graph in place, in the mode it was drawn in,
+    with the user's zoom (`zooms`, the page's zoom store) stated on it. Not a poll, or
+    nothing it shows changed: nothing is sent (the full redraw, if any, does it)."""
+    if (live_state is None or not isinstance(graph_ids, list) or not graph_ids
+            or not live_changed(live_state) & {"steps", "histogram_tags"}):
         _unchanged()
     mode = _mode(mode)
-    return ([_refreshed("histogram", ident, mode) for ident in histogram_ids],
-            [_refreshed("distribution", ident, mode) for ident in distribution_ids])
+    return [_refreshed(ident, mode, zooms) for ident in graph_ids]
 
 
-def _refreshed(kind: str, ident, mode: str):
-    run, tag = (ident.get("run"), ident.get("tag")) if isinstance(ident, dict) else (None, None)
+def _refreshed(ident, mode: str, zooms):
+    """One plot's new figure, or no_update where its id is not one this page drew or its
+    mode is not the chosen one (the mode's own redraw replaces it)."""
+    if not isinstance(ident, dict) or ident.get("kind") not in ("histogram", "distribution"):
+        return dash.no_update
+    kind, run, tag = ident["kind"], ident.get("run"), ident.get("tag")
+    if ident != graph_id(kind, run, tag, mode):
+        return dash.no_update
     try:
         if not isinstance(tag, str) or tag not in data.histogram_tags(data.check_name(run)):
             return dash.no_update
         records = data.histograms(run, tag)
     except PROBLEMS:
         return dash.no_update       # the next full redraw tells what is wrong
-    title = f"{run} · {tag}"
-    figure = (histogram_figure(records, title, mode, FIGURE_HEIGHT) if kind == "histogram"
-              else distribution_figure(records, f"{title} (distribution)", FIGURE_HEIGHT))
-    figure.update_layout(uirevision=f"{run}:{tag}:{kind}")
-    return figure
+    return live.kept_zoom(_figure(kind, run, tag, mode, records), zoom_of(zooms, ident))
+
+
+def _refresh_with_zooms(graph_ids, mode, live_state, zooms):
+    """polled() passes the live store's state when it is the last argument."""
+    return polled(lambda *got: refresh_figures(*got, zooms), LIVE["store"])(
+        graph_ids, mode, live_state)
 
 
 # Two figures side by side, each at least 420 px wide (one above the other when narrower).
@@ -213,10 +240,9 @@ def register_callbacks(app: dash.Dash) -> None:
         polled(tag_choice, LIVE["store"]))
     app.callback(Output(FIGURES_DIV, "children"), Input(RUN_DROPDOWN, "value"),
                  Input(TAG_DROPDOWN, "value"), Input(MODE_RADIO, "value"))(figures)
-    graphs = {kind: {"type": f"histograms-{kind}-graph", "run": ALL, "tag": ALL}
-              for kind in ("histogram", "distribution")}
-    app.callback(Output(graphs["histogram"], "figure"), Output(graphs["distribution"], "figure"),
-                 State(graphs["histogram"], "id"), State(graphs["distribution"], "id"),
-                 State(MODE_RADIO, "value"), Input(LIVE["store"], "data"))(
-        polled(refresh_figures, LIVE["store"]))
+    every = {"type": GRAPH, "kind": ALL, "run": ALL, "tag": ALL, "mode": ALL}
+    app.callback(Output(every, "figure"), State(every, "id"), State(MODE_RADIO, "value"),
+                 Input(LIVE["store"], "data"), State(LIVE["zoom"], "data"))(
+        _refresh_with_zooms)
+    keep_zooms(app, "histograms", every)
     register_live(app, "histograms", (RUN_DROPDOWN,), LIVE_PARTS)

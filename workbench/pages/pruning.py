@@ -1,12 +1,13 @@
 """Pruning page (`/pruning?run=NAME`): a pruned run's per-layer sensitivity curves (a layer's
 curve hidden or shown from the checklist), each layer's sparsity at the chosen
 prune-retrain stage, accuracy over the schedule with that stage marked, and the compression
-figures (stored weight values and bytes, dense versus CSR, and the accuracy change)."""
+figures (stored weight values and bytes, dense versus CSR, and the accuracy change). While the
+run is being written, the page follows it (the shared live poll)."""
 
 from __future__ import annotations
 
 import dash
-from dash import Input, Output, dcc, html
+from dash import Input, Output, State, dcc, html
 
 from viz.message import message_figure
 from viz.pruning import compression_rows, schedule_figure, sensitivity_figure, sparsity_figure
@@ -16,9 +17,14 @@ from workbench.pages.common import (
     answers,
     choose_run,
     labelled,
+    live_changed,
+    live_follow,
+    live_ids,
     loading,
     message,
     page_header,
+    polled,
+    register_live,
     run_choices,
     run_notice,
     run_options,
@@ -36,6 +42,8 @@ COMPRESSION_DIV = "pruning-compression-div"
 SENSITIVITY_GRAPH = "pruning-sensitivity-graph"
 SPARSITY_GRAPH = "pruning-sparsity-graph"
 SCHEDULE_GRAPH = "pruning-schedule-graph"
+LIVE = live_ids("pruning")
+LIVE_PARTS = ("pruning",)
 NOTHING = ("No pruning recorded in this run. sample_graphs/prune_digits.py --logdir DIR "
            "records one (engine.compression.pruning.record_pruning).")
 
@@ -51,6 +59,7 @@ def layout(run: str | None = None, **_query) -> html.Div:
             labelled("Stage", dcc.Dropdown(id=STAGE_DROPDOWN, clearable=False)),
         ]),
         html.P(id=NOTICE_TEXT, className="message"),
+        live_follow("pruning"),
         loading("pruning-compression-loading", html.Div(id=COMPRESSION_DIV)),
         html.Div(className="pruning-grid", children=[
             html.Div(className="pruning-cell", children=[
@@ -97,20 +106,59 @@ def _run(run) -> str:
     return data.check_name(inputs.text(run, "the run"))
 
 
+def _news(live_state) -> bool:
+    """Whether a poll saw the run's pruning records (or its status) change."""
+    return bool(live_changed(live_state) & {"pruning", "status", "runs"})
+
+
 @answers(lambda problem: ([], [], [], None, message(problem)))
-def run_view(run):
+def run_view(run, shown=None, stage=None, layer_options=None, stage_options=None,
+             live_state=None):
     """(layer options, shown layers, stage options, chosen stage, compression figures) of
-    the run: every layer shown, the last stage chosen."""
+    the run: every layer shown, the last stage chosen. After a poll (`live_state`) the
+    user's choice stays: the layers they hid stay hidden (new layers are shown), a stage
+    they chose stays chosen, the last stage follows the newest; what did not change is not
+    sent again (it would redraw the figures)."""
     name = _run(run)
+    if live_state is not None and not _news(live_state):
+        return (dash.no_update,) * 5
     curves, stages = data.sensitivity_curves(name), data.prune_stages(name)
     if not curves and not stages:
         return [], [], [], None, message(NOTHING, "pruning-empty-text")
     layers = list(curves) or [layer.layer for layer in stages[-1].layers]
-    stage_options = [{"label": f"stage {s.stage} (step {s.step})", "value": s.stage}
+    layer_choices = [{"label": layer, "value": layer} for layer in layers]
+    stage_choices = [{"label": f"stage {s.stage} (step {s.step})", "value": s.stage}
                      for s in stages]
-    chosen = stages[-1].stage if stages else None
-    return ([{"label": layer, "value": layer} for layer in layers], layers, stage_options,
-            chosen, _compression_table(data.compression(name)))
+    last = stages[-1].stage if stages else None
+    table = _compression_table(data.compression(name))
+    if live_state is None:
+        return layer_choices, layers, stage_choices, last, table
+    return _followed(layer_choices, layers, shown, layer_options) + _followed_stage(
+        stage_choices, last, stage, stage_options) + (table,)
+
+
+def _values(options) -> list:
+    return [option.get("value") for option in options if isinstance(option, dict)] if (
+        isinstance(options, list)) else []
+
+
+def _followed(choices: list[dict], layers: list[str], shown, before) -> tuple:
+    """(layer options, shown layers) after a poll: no_update where unchanged."""
+    known = _values(before)
+    kept = inputs.text_list(shown, "the layers") if shown is not None else list(known)
+    now = [layer for layer in layers if layer in kept or layer not in known]
+    return (dash.no_update if known == layers else choices,
+            dash.no_update if now == kept else now)
+
+
+def _followed_stage(choices: list[dict], last, stage, before) -> tuple:
+    """(stage options, chosen stage) after a poll: the newest stage when the user was at
+    the newest (or at none), else theirs; no_update where unchanged."""
+    known = _values(before)
+    at_newest = stage is None or not known or stage == known[-1]
+    chosen = last if at_newest or stage not in _values(choices) else stage
+    return (dash.no_update if known == _values(choices) else choices,
+            dash.no_update if chosen == stage else chosen)
 
 
 def _compression_table(record) -> html.Div:
@@ -122,19 +170,32 @@ def _compression_table(record) -> html.Div:
 
 
 @answers(lambda problem: message_figure(problem))
-def sensitivity(run, shown):
+def sensitivity(run, shown, live_state=None):
+    """The sensitivity curves of the shown layers (all when `shown` is None); a poll that
+    saw no new pruning records sends nothing."""
     name = _run(run)
+    if live_state is not None and not _news(live_state):
+        return dash.no_update
     curves = data.sensitivity_curves(name)
     if not curves:
         return message_figure("No sensitivity analysis recorded in this run.")
     chosen = inputs.text_list(shown, "the layers") if shown is not None else None
-    return sensitivity_figure(curves, chosen)
+    return _revised(sensitivity_figure(curves, chosen), name, "sensitivity")
+
+
+def _revised(figure, run: str, kind: str):
+    """A revision fixed per run and plot: a refresh after a poll keeps the user's zoom."""
+    figure.update_layout(uirevision=f"{run}:{kind}")
+    return figure
 
 
 @answers(lambda problem: (message_figure(problem), message_figure(problem)))
-def stage_view(run, stage):
-    """(sparsity bars at the stage, accuracy over the schedule with the stage marked)."""
+def stage_view(run, stage, live_state=None):
+    """(sparsity bars at the stage, accuracy over the schedule with the stage marked); a
+    poll that saw no new pruning records sends nothing."""
     name = _run(run)
+    if live_state is not None and not _news(live_state):
+        return dash.no_update, dash.no_update
     stages = data.prune_stages(name)
     if not stages:
         empty = message_figure("No prune-retrain stages recorded in this run.")
@@ -146,7 +207,8 @@ def stage_view(run, stage):
                               f"{stages[0].stage} to {stages[-1].stage}")
     chosen = by_number[stages[-1].stage if number is None else number]
     layers = list(data.sensitivity_curves(name))
-    return sparsity_figure(chosen, layers), schedule_figure(stages, chosen.stage)
+    return (_revised(sparsity_figure(chosen, layers), name, "sparsity"),
+            _revised(schedule_figure(stages, chosen.stage), name, "schedule"))
 
 
 def register_callbacks(app: dash.Dash) -> None:
@@ -154,8 +216,14 @@ def register_callbacks(app: dash.Dash) -> None:
                  Output(NOTICE_TEXT, "children"), Input(QUERY_STORE, "data"))(run_choice)
     app.callback(Output(LAYERS_CHECKLIST, "options"), Output(LAYERS_CHECKLIST, "value"),
                  Output(STAGE_DROPDOWN, "options"), Output(STAGE_DROPDOWN, "value"),
-                 Output(COMPRESSION_DIV, "children"), Input(RUN_DROPDOWN, "value"))(run_view)
+                 Output(COMPRESSION_DIV, "children"), Input(RUN_DROPDOWN, "value"),
+                 State(LAYERS_CHECKLIST, "value"), State(STAGE_DROPDOWN, "value"),
+                 State(LAYERS_CHECKLIST, "options"), State(STAGE_DROPDOWN, "options"),
+                 Input(LIVE["store"], "data"))(polled(run_view, LIVE["store"]))
     app.callback(Output(SENSITIVITY_GRAPH, "figure"), Input(RUN_DROPDOWN, "value"),
-                 Input(LAYERS_CHECKLIST, "value"))(sensitivity)
+                 Input(LAYERS_CHECKLIST, "value"), Input(LIVE["store"], "data"))(
+        polled(sensitivity, LIVE["store"]))
     app.callback(Output(SPARSITY_GRAPH, "figure"), Output(SCHEDULE_GRAPH, "figure"),
-                 Input(RUN_DROPDOWN, "value"), Input(STAGE_DROPDOWN, "value"))(stage_view)
+                 Input(RUN_DROPDOWN, "value"), Input(STAGE_DROPDOWN, "value"),
+                 Input(LIVE["store"], "data"))(polled(stage_view, LIVE["store"]))
+    register_live(app, "pruning", (RUN_DROPDOWN,), LIVE_PARTS)

@@ -1,7 +1,10 @@
 """Quantization page (`/quantization?run=NAME&node=N`): the cost table (accuracy, file size,
 speed of each quantized form against float), then the original and quantized graphs side by
-side, painted by each node's SQNR with the flagged node marked, one selection for both; the
-selected node's two output histograms, its error histogram and its metrics below."""
+side, drawn as the Graph page draws graphs (a collapsed scope or series is one node with its
+size; a click opens or closes it in both graphs), painted by SQNR (a collapsed scope by its
+worst member's) with the flagged node (or the scope holding it) marked, one selection for
+both; the selected node's two output histograms, its error histogram and its metrics below.
+While the run is being written the page follows it (the shared live poll)."""
 
 from __future__ import annotations
 
@@ -12,6 +15,7 @@ import dash_cytoscape as cyto
 from dash import Input, Output, State, dcc, html, no_update
 
 from viz.graph_elements import cytoscape_layout, graph_elements, stylesheet
+from viz.hierarchy import OP
 from viz.quantization import (
     COST_COLUMNS,
     ORIGINAL,
@@ -20,6 +24,7 @@ from viz.quantization import (
     cost_rows,
     error_figure,
     flagged_style,
+    holding_leaves,
     metrics_rows,
     outputs_figure,
     painted_by_sqnr,
@@ -27,14 +32,19 @@ from viz.quantization import (
     summary,
 )
 from workbench import data
-from workbench.inputs import BadInput, clipped, optional_text, text
+from workbench.inputs import BadInput, clipped, optional_text, scope_list, text
 from workbench.pages import graph as graph_page
 from workbench.pages.common import (
     PROBLEMS,
     answers,
     labelled,
+    live_changed,
+    live_follow,
+    live_ids,
     message,
     page_header,
+    polled,
+    register_live,
     run_choices,
     run_notice,
     run_options,
@@ -51,6 +61,9 @@ COSTS_DIV = "quantization-costs-div"
 SUMMARY_TEXT = "quantization-summary-text"
 LEGEND_DIV = "quantization-legend-div"
 SELECTED_STORE = "quantization-selected-store"
+EXPANDED_STORE = "quantization-expanded-store"     # the open groups, one list for both sides
+LIVE = live_ids("quantization")
+LIVE_PARTS = ("quantization",)
 DETAILS_DIV = "quantization-details-div"
 CANVAS_STYLE = {"width": "100%", "height": "480px"}
 CHOOSER_STYLE = {"height": "38px", "minWidth": "260px"}
@@ -90,6 +103,7 @@ def layout(run: str | None = None, node: str | None = None, **_query) -> html.Di
                                     "signal over noise power). Click a node in either graph."),
         dcc.Store(id=QUERY_STORE, data={"run": run, "node": node}),
         dcc.Store(id=SELECTED_STORE, data=""),
+        dcc.Store(id=EXPANDED_STORE),
         html.Div(className="controls", children=[
             labelled("Run", html.Div(dcc.Dropdown(id=RUN_DROPDOWN, clearable=False),
                                      style=CHOOSER_STYLE)),
@@ -98,6 +112,7 @@ def layout(run: str | None = None, node: str | None = None, **_query) -> html.Di
                                             style=CHOOSER_STYLE)),
         ]),
         html.Span(id=NOTICE_TEXT, className="notice-inline"),
+        live_follow("quantization", fixed=True),
         html.Div(id=COSTS_DIV, style={"maxHeight": "220px", "overflowY": "auto"}),
         html.Div(className="graph-status", children=[html.Span(id=SUMMARY_TEXT)]),
         html.Div(id=LEGEND_DIV, style={"display": "flex", "flexWrap": "wrap", "gap": "10px",
@@ -136,14 +151,34 @@ def run_choice(query) -> tuple[list[dict], str | None, str]:
     return options, chosen, run_notice(asked, chosen)
 
 
+def _polled_quietly(live_state) -> bool:
+    """A poll that saw nothing this page shows change (its comparisons, costs, graphs)."""
+    return live_state is not None and not live_changed(live_state) & {
+        "quantization", "status", "runs"}
+
+
 @answers(lambda problem: ([], None))
-def comparison_choice(run) -> tuple[list[dict], str | None]:
-    """The run's comparisons by name (each name once), the latest chosen."""
+def comparison_choice(run, current=None, shown=None, live_state=None
+                      ) -> tuple[list[dict], str | None]:
+    """The run's comparisons by name (each name once), the latest chosen. After a poll
+    (`live_state`) a newer comparison is chosen when the latest was (or none), else the
+    user's stays; what did not change is not sent again (it would redraw both graphs)."""
     if not run:
         return [], None
+    if _polled_quietly(live_state):
+        return no_update, no_update
     names = list(dict.fromkeys(c.name for c in data.quantization_comparisons(
         data.check_name(run))))
-    return [{"label": name, "value": name} for name in names], (names[-1] if names else None)
+    options = [{"label": name, "value": name} for name in names]
+    newest = names[-1] if names else None
+    if live_state is None:
+        return options, newest
+    known = [o.get("value") for o in shown if isinstance(o, dict)] if isinstance(
+        shown, list) else []
+    follows = current is None or not known or current == known[-1] or current not in names
+    chosen = newest if follows else current
+    return (no_update if known == names else options,
+            no_update if chosen == current else chosen)
 
 
 def _comparison(run, comparison):
@@ -159,10 +194,12 @@ def _comparison(run, comparison):
 
 
 @answers(lambda problem: message(problem))
-def costs(run):
-    """The cost table of the run (every model it measured)."""
+def costs(run, live_state=None):
+    """The cost table of the run (every model it measured); a quiet poll sends nothing."""
     if not run:
         return message("No readable run in the log directory.")
+    if _polled_quietly(live_state):
+        return no_update
     found = data.quantization_costs(data.check_name(run))
     if not found:
         return message("This run recorded no cost table (engine.compression.report.cost_table "
@@ -194,19 +231,33 @@ def _drawn(problem: str) -> tuple:
     return [], cytoscape_layout(), problem, {"display": "block"}, ""
 
 
+def _version(record, side: str) -> int:
+    return (record.original_graph_version if side == ORIGINAL
+            else record.quantized_graph_version)
+
+
+def _opened(run: str, record, expanded) -> frozenset[str]:
+    """The open groups the store holds (None: both graphs' first views, joined)."""
+    if expanded is None:
+        return frozenset().union(*(data.version_default(run, _version(record, side))
+                                   for side in SIDES))
+    return frozenset(scope_list(expanded) or ())
+
+
 @answers(lambda problem: _drawn(problem))
-def draw_side(side: str, run, comparison) -> tuple:
-    """(elements, layout, message, message style, summary): the side's graph with every
-    scope open, drawn by the Graph page's builder, leaves painted by SQNR."""
+def draw_side(side: str, run, comparison, expanded=None) -> tuple:
+    """(elements, layout, message, message style, summary): the side's graph as the Graph
+    page draws it for the open groups `expanded` (None: its first view), by the Graph page's
+    builder; each leaf (an op, or a collapsed scope or series) painted by the lowest SQNR of
+    the original nodes it stands for, the one holding the flagged node marked."""
     if side not in SIDES:
         raise BadInput(f"the side must be one of {', '.join(SIDES)}, got {clipped(side)}")
     found, problem = _comparison(run, comparison)
     if found is None:
         return _drawn(problem)
     run, record = found
-    version = (record.original_graph_version if side == ORIGINAL
-               else record.quantized_graph_version)
-    opened = data.open_view(run, version)
+    version = _version(record, side)
+    opened = data.version_view(run, version, _opened(run, record, expanded))
     if opened is None:
         return _drawn(f"Run {run} has no graph version {version} (the {side} graph).")
     graph, view = opened
@@ -214,7 +265,37 @@ def draw_side(side: str, run, comparison) -> tuple:
     members = {node.id: node.members for node in view.nodes if not node.expanded}
     shown = painted_by_sqnr(elements, members, record, side)
     return (shown, graph_page.drawn_layout(shown), "", {"display": "none"},
-            f"graph version {version}: {len(graph.nodes)} nodes")
+            f"graph version {version}: {len(members)} drawn for {len(graph.nodes)} nodes")
+
+
+@answers(lambda _problem: no_update)
+def expansion(trigger, tap_original, tap_quantized, run, comparison, current) -> list[str]:
+    """The open groups of both graphs (a scope or series open in one is open in the other
+    where it has it): a new run or comparison opens both graphs' first views; a tap on a
+    collapsed scope or series opens it, on an open one's box closes it; a tap on an op
+    changes nothing here."""
+    found, _problem = _comparison(run, comparison)
+    if found is None:
+        return []
+    run, record = found
+    trees = {side: data.version_hierarchy(run, _version(record, side)) for side in SIDES}
+    taps = {ids(ORIGINAL)["cytoscape"]: (ORIGINAL, tap_original),
+            ids(QUANTIZED)["cytoscape"]: (QUANTIZED, tap_quantized)}
+    if not (isinstance(trigger, str) and trigger in taps):
+        return sorted(_opened(run, record, None))
+    side, tap = taps[trigger]
+    target, tree = graph_page.tapped(tap), trees[side]
+    if target is None or tree is None or target[0] not in tree.groups or (
+            tree.groups[target[0]].kind == OP):
+        return no_update
+    known = frozenset().union(*(tree.groups.keys() for tree in trees.values() if tree))
+    current = frozenset(scope_list(current) or ()) & known
+    return sorted(current ^ {target[0]})
+
+
+def update_expansion(tap_original, tap_quantized, run, comparison, current):
+    return expansion(dash.ctx.triggered_id, tap_original, tap_quantized, run, comparison,
+                     current)
 
 
 def _compared(record, name) -> str | None:
@@ -252,13 +333,23 @@ def update_selection(tap_original, tap_quantized, run, comparison, query):
     return select(dash.ctx.triggered_id, tap_original, tap_quantized, run, comparison, query)
 
 
-def side_style(selected) -> list[dict]:
-    """The stylesheet with every leaf standing for the selected node outlined."""
+def side_style(selected, side: str | None = None, run=None, comparison=None,
+               expanded=None) -> list[dict]:
+    """The stylesheet with the selected node outlined: every leaf standing for it and, on
+    `side` (for the open groups `expanded`), the collapsed scope or series holding it."""
     base = stylesheet() + flagged_style()
     name = text(selected, "the selected node") if isinstance(selected, str) else ""
     if not name:
         return base
-    return base + [{"selector": f"node[original = {json.dumps(name)}]", "style": SELECTED_STYLE}]
+    outlined = [f"node[original = {json.dumps(name)}]"]
+    found = _comparison(run, comparison)[0] if side in SIDES and run else None
+    if found is not None:
+        run, record = found
+        opened = data.version_view(run, _version(record, side), _opened(run, record, expanded))
+        if opened is not None:
+            outlined += [f"node[id = {json.dumps(leaf)}]"
+                         for leaf in holding_leaves(record, side, opened[1].rep, name)]
+    return base + [{"selector": selector, "style": SELECTED_STYLE} for selector in outlined]
 
 
 @answers(lambda problem: message(problem))
@@ -290,8 +381,11 @@ def register_callbacks(app: dash.Dash) -> None:
     app.callback(Output(RUN_DROPDOWN, "options"), Output(RUN_DROPDOWN, "value"),
                  Output(NOTICE_TEXT, "children"), Input(QUERY_STORE, "data"))(run_choice)
     app.callback(Output(COMPARISON_DROPDOWN, "options"), Output(COMPARISON_DROPDOWN, "value"),
-                 Input(RUN_DROPDOWN, "value"))(comparison_choice)
-    app.callback(Output(COSTS_DIV, "children"), Input(RUN_DROPDOWN, "value"))(costs)
+                 Input(RUN_DROPDOWN, "value"), State(COMPARISON_DROPDOWN, "value"),
+                 State(COMPARISON_DROPDOWN, "options"), Input(LIVE["store"], "data"))(
+        polled(comparison_choice, LIVE["store"]))
+    app.callback(Output(COSTS_DIV, "children"), Input(RUN_DROPDOWN, "value"),
+                 Input(LIVE["store"], "data"))(polled(costs, LIVE["store"]))
     app.callback(Output(SUMMARY_TEXT, "children"), Output(LEGEND_DIV, "children"),
                  Input(RUN_DROPDOWN, "value"), Input(COMPARISON_DROPDOWN, "value"))(overview)
     app.callback(Output(SELECTED_STORE, "data"),
@@ -299,19 +393,30 @@ def register_callbacks(app: dash.Dash) -> None:
                  Input(ids(QUANTIZED)["cytoscape"], "tapNodeData"),
                  Input(RUN_DROPDOWN, "value"), Input(COMPARISON_DROPDOWN, "value"),
                  State(QUERY_STORE, "data"))(update_selection)
+    app.callback(Output(EXPANDED_STORE, "data"),
+                 Input(ids(ORIGINAL)["cytoscape"], "tapNodeData"),
+                 Input(ids(QUANTIZED)["cytoscape"], "tapNodeData"),
+                 Input(RUN_DROPDOWN, "value"), Input(COMPARISON_DROPDOWN, "value"),
+                 State(EXPANDED_STORE, "data"))(update_expansion)
     app.callback(Output(DETAILS_DIV, "children"), Input(RUN_DROPDOWN, "value"),
                  Input(COMPARISON_DROPDOWN, "value"), Input(SELECTED_STORE, "data"))(details)
     for side in SIDES:
         own = ids(side)
         app.callback(Output(own["cytoscape"], "elements"), Output(own["cytoscape"], "layout"),
                      Output(own["message"], "children"), Output(own["message"], "style"),
-                     Output(own["summary"], "children"), Input(RUN_DROPDOWN, "value"),
-                     Input(COMPARISON_DROPDOWN, "value"))(
-            lambda run, comparison, side=side: draw_side(side, run, comparison))
-        app.callback(Output(own["cytoscape"], "stylesheet"), Input(SELECTED_STORE, "data"))(
-            _guarded_style)
+                     Output(own["summary"], "children"), Input(EXPANDED_STORE, "data"),
+                     State(RUN_DROPDOWN, "value"), State(COMPARISON_DROPDOWN, "value"))(
+            lambda expanded, run, comparison, side=side: draw_side(side, run, comparison,
+                                                                   expanded))
+        app.callback(Output(own["cytoscape"], "stylesheet"), Input(SELECTED_STORE, "data"),
+                     Input(EXPANDED_STORE, "data"), State(RUN_DROPDOWN, "value"),
+                     State(COMPARISON_DROPDOWN, "value"))(
+            lambda selected, expanded, run, comparison, side=side: _guarded_style(
+                selected, side, run, comparison, expanded))
+    register_live(app, "quantization", (RUN_DROPDOWN,), LIVE_PARTS)
 
 
 @answers(lambda _problem: stylesheet() + flagged_style())
-def _guarded_style(selected) -> list[dict]:
-    return side_style(selected)
+def _guarded_style(selected, side=None, run=None, comparison=None, expanded=None
+                   ) -> list[dict]:
+    return side_style(selected, side, run, comparison, expanded)
