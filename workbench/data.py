@@ -28,7 +28,7 @@ from engine.record.schema import (
     RunInfo,
     StepRecord,
 )
-from viz.hierarchy import OP, Hierarchy, HierarchyView, build_hierarchy, hierarchy_view
+from viz.hierarchy import Hierarchy, HierarchyView, build_hierarchy, hierarchy_view
 from viz.hierarchy import default_expansion as hierarchy_default_expansion
 from viz.scalars import Curve, downsample_indices, kept_curve
 from viz.timeline import StepTrace
@@ -439,22 +439,6 @@ def quantization_comparison(name: str, comparison: str | None = None):
 
 def quantization_costs(name: str) -> list:
     return _query(name, "quantization_costs", None)
-
-
-def open_view(name: str, version: int) -> tuple[GraphRecord, HierarchyView] | None:
-    """Graph `version` of the run with every scope open (each op its own leaf), or None
-    when the run has no such version."""
-    record = graph(name, version)
-    if record is None:
-        return None
-    key = (str(run_path(name)), _stamp(run_path(name)), "open_view", version)
-
-    def build() -> Sized:
-        tree = build_hierarchy(record)
-        scopes = frozenset(ident for ident, group in tree.groups.items() if group.kind != OP)
-        drawn = hierarchy_view(tree, scopes)
-        return Sized(drawn, 160 * len(drawn.rep) + 600 * (len(drawn.nodes) + len(drawn.edges)))
-    return record, _cache.get(key, build).value
 
 
 def version_hierarchy(name: str, version: int) -> Hierarchy | None:
