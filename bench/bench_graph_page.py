@@ -7,7 +7,8 @@ the page started and ended and how big its answer was, and the browser's time to
 DOMContentLoaded, and the server's CPU time per phase (graph read, grouping, first view,
 each expand's drawing and its JSON): where a draw's time goes. Not a test.
 
-Usage: python bench/bench_graph_page.py [--keep DIR] [--rounds 3] [--phases]"""
+Usage: python bench/bench_graph_page.py [--keep DIR] [--rounds 3] [--phases]
+       [--graphs inception_v3 towers]"""
 
 from __future__ import annotations
 
@@ -226,6 +227,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="fresh servers per graph")
     parser.add_argument("--phases", action="store_true",
                         help="print each request of the first round")
+    parser.add_argument("--graphs", nargs="+", choices=("inception_v3", "towers"),
+                        default=("inception_v3", "towers"), help="which samples to time")
     args = parser.parse_args()
     scratch = Path(tempfile.mkdtemp(prefix="bench-graph-"))
     cache = args.keep or scratch / "graphs"
@@ -236,7 +239,8 @@ def main() -> None:
                              "InceptionV3/Mixed_7c", "gradients"],
             "towers": ["tower_[0-3]", "tower_1", "tower_1/InceptionV3"],
         }
-        for which, groups in cases.items():
+        for which in args.graphs:
+            groups = cases[which]
             logdir = scratch / which
             run = record(logdir, which, cache)
             firsts, expands = [], []

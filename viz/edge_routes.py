@@ -324,7 +324,8 @@ def crossings(geo: Geometry, edges: Iterable[tuple[str, str]],
               routes: Mapping[tuple[str, str], Sequence[Point]] | None = None,
               boxes_only: bool = True) -> int:
     """How many (edge, box) pairs have the edge's drawn path (centre, bend points, centre)
-    pass through a box that holds neither end (with boxes_only=False, leaves count too)."""
+    pass through a box that holds neither end (with boxes_only=False, leaves count too).
+    An edge that ends at a box is drawn to its border: what the box holds is not crossed."""
     boxes = {item for item in geo.rects if item in geo.rows}
     count = 0
     for src, dst in edges:
@@ -332,7 +333,8 @@ def crossings(geo: Geometry, edges: Iterable[tuple[str, str]],
                 _centre(geo.rects[dst])]
         related = set(geo.chains[src]) | set(geo.chains[dst]) | {src, dst}
         for item, rect in geo.rects.items():
-            if item in related or (boxes_only and item not in boxes):
+            if item in related or (boxes_only and item not in boxes) or not {
+                    src, dst}.isdisjoint(geo.chains[item]):
                 continue
             if any(_hits(p, q, rect) for p, q in zip(path, path[1:])):
                 count += 1

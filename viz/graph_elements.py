@@ -1,6 +1,7 @@
 """The graph page's picture as cytoscape data (pure lists and dicts, no dash): expanded
 scopes and series as compound boxes, collapsed ones as sized leaves placed by the server,
-folded edges routed around boxes; colour modes with their legends; the partition view (a box
+folded edges (bundled into a box when one node reaches many of its members) routed around
+boxes; colour modes with their legends; the partition view (a box
 per device, Send/Recv cut edges labelled); the stylesheet and the preset layout the page
 hands to dash-cytoscape."""
 
@@ -32,7 +33,7 @@ from viz.colors import (
 from viz.edge_routes import geometry, route, segments
 from viz.edges import input_source
 from viz.hierarchy import OP, ROOT, SERIES, HierarchyView, ViewEdge, ViewNode, fold_edges
-from viz.layout import BOX_PAD, nested_layout
+from viz.layout import BOX_LABEL, BOX_PAD, nested_layout
 
 COLOR_MODES = {
     "device": "Assigned device",
@@ -47,6 +48,10 @@ LINE_PX = 14
 NO_STEP_COLOR = "#eeeeee"
 CUT_COLOR = "#d55e00"
 CUT_LEGEND = "Send/Recv cut"
+# A node joined to this many members of an open box it is not in is joined to the box by
+# one edge (TensorBoard's bridge edges): opening a scope that variables, gradients and
+# summaries reach would otherwise add dozens of long edges routed round other boxes.
+BUNDLE_MIN = 4
 DEVICE_BOX = "device:"         # id prefix of a partition view's device box
 TASK_BOX = "task:"
 
@@ -290,12 +295,55 @@ def _leaf(node: ViewNode, parent: str, color: str, device: str, selected: bool) 
     return {"data": data, "classes": classes}
 
 
+def bundled(nodes: Sequence[ViewNode], edges: Sequence[ViewEdge]
+            ) -> list[tuple[ViewEdge, tuple[ViewEdge, ...]]]:
+    """(drawn edge, the view's edges it stands for): the edges between one node and
+    BUNDLE_MIN or more members of an open box that does not hold that node become one edge
+    to the box itself (the outermost such box; targets first, then sources, so members of
+    two boxes may join box to box). The others stand for themselves, in the view's order."""
+    parents = {node.id: node.parent for node in nodes}
+    chains: dict[str, tuple[str, ...]] = {ROOT: ()}
+
+    def chain(item: str) -> tuple[str, ...]:
+        if item not in chains:
+            chains[item] = chain(parents[item]) + (item,)
+        return chains[item]
+
+    def lifted(end: str, other: str) -> str:
+        """The outermost box holding `end` and not `other` (`end` when there is none)."""
+        outside = chain(other)
+        for box in chain(end)[:-1]:
+            if box not in outside:
+                return box
+        return end
+
+    drawn = [(edge, (edge,)) for edge in edges]
+    for side in ("dst", "src"):
+        groups: dict[tuple[str, str], list[tuple[ViewEdge, tuple[ViewEdge, ...]]]] = {}
+        for item in drawn:
+            edge = item[0]
+            key = (edge.src, lifted(edge.dst, edge.src)) if side == "dst" else (
+                lifted(edge.src, edge.dst), edge.dst)
+            groups.setdefault(key, []).append(item)
+        drawn = []
+        for (src, dst), members in groups.items():
+            if len(members) < BUNDLE_MIN or (src, dst) == (members[0][0].src,
+                                                           members[0][0].dst):
+                drawn += members
+                continue
+            stood = tuple(edge for _, under in members for edge in under)
+            joined = tuple(triple for edge in stood for triple in edge.edges)
+            drawn.append((ViewEdge(src, dst, joined), stood))
+    return drawn
+
+
 def _place(elements: list[dict], nodes: Sequence[ViewNode], edges: Sequence[ViewEdge]
-           ) -> dict[tuple[str, str], list[tuple[float, float]]]:
+           ) -> tuple[dict[tuple[str, str], list[tuple[float, float]]], dict[str, dict]]:
     """Positions every leaf (cytoscape's preset layout): each open box lays out its own
     members, as TensorBoard does, so the server computes (and caches) the layout once per
     expansion and the browser only draws. Returns each edge's bend points around the boxes
-    it does not belong to (viz.edge_routes)."""
+    it does not belong to (viz.edge_routes), and where cytoscape puts each node (a box at
+    the middle of its members and padding; its label band lies above)."""
     sizes = {e["data"]["id"]: (e["data"]["width"], e["data"]["height"]) for e in elements
              if "width" in e["data"]}
     parents = {node.id: node.parent for node in nodes}
@@ -306,12 +354,23 @@ def _place(elements: list[dict], nodes: Sequence[ViewNode], edges: Sequence[View
         if found is not None and "width" in element["data"]:
             element["position"] = {"x": found[0], "y": found[1]}
     placed = geometry(parents, at, sizes)
-    return {pair: route(placed, *pair) for pair in pairs}
+    centres = {item: {"x": x, "y": y} for item, (x, y) in
+               node_centres(placed.rects, at).items()}
+    return {pair: route(placed, *pair) for pair in pairs}, centres
+
+
+def node_centres(rects: Mapping[str, tuple[float, float, float, float]],
+                 leaves: Mapping[str, tuple[float, float]]) -> dict[str, tuple[float, float]]:
+    """Where cytoscape puts each node: a leaf where it was placed, a box at the middle of
+    its members and padding (its footprint's label band lies above that)."""
+    return {item: leaves.get(item, ((rect[0] + rect[2]) / 2,
+                                    (rect[1] + BOX_LABEL + rect[3]) / 2))
+            for item, rect in rects.items()}
 
 
 def _routed(element: dict, bends: list[tuple[float, float]],
             at: Mapping[str, dict]) -> None:
-    """A segments curve through the bend points (an edge without any stays a bezier)."""
+    """A segments curve through the bend points (an edge without any stays straight)."""
     if not bends:
         return
     data = element["data"]
@@ -361,6 +420,8 @@ def graph_elements(view: HierarchyView, graph: GraphRecord,
         nodes, edges, box_device = partition_view(view, assigned)
     else:
         nodes, edges, box_device = list(view.nodes), view.edges, {}
+    # The partition view keeps every edge: each carries its own Send/Recv label.
+    drawn = [(edge, (edge,)) for edge in edges] if partition else bundled(nodes, edges)
     leaves = [node for node in nodes if not node.expanded]
     dominant = {leaf.id: _dominant_of(assigned, leaf.members) for leaf in leaves}
     colors, legend = leaf_colors(mode, leaves, graph, assigned, facts, devices, dominant)
@@ -372,23 +433,27 @@ def graph_elements(view: HierarchyView, graph: GraphRecord,
         else:
             elements.append(_leaf(node, node.parent, colors.get(node.id, UNPLACED_COLOR),
                                   dominant[node.id], node.id == selected))
-    bends = _place(elements, nodes, edges)
-    at = {e["data"]["id"]: e["position"] for e in elements if "position" in e}
+    bends, at = _place(elements, nodes, [edge for edge, _ in drawn])
     device_of = (
         {leaf.id: box_device[leaf.id] for leaf in leaves} if partition else dominant)
     cut_index = _cut_index(cuts) if partition else {}
     crossed = False
-    for edge in edges:
-        src, dst = device_of.get(edge.src, ""), device_of.get(edge.dst, "")
-        cut = bool(src and dst and src != dst)
+    for edge, stood in drawn:
+        cuts_under = [one for one in stood if _crosses(one, device_of)]
+        cut = bool(cuts_under)
         label = cut_label(edge, cut_index, facts) if cut and partition else ""
         element = _edge(edge, cut, label)
         _routed(element, bends[(edge.src, edge.dst)], at)
         elements.append(element)
-        crossed = crossed or (cut and not edge.control)
+        crossed = crossed or any(not one.control for one in cuts_under)
     if crossed:
         legend.append(LegendItem(CUT_LEGEND, CUT_COLOR, kind="edge"))
     return elements, legend
+
+
+def _crosses(edge: ViewEdge, device_of: Mapping[str, str]) -> bool:
+    src, dst = device_of.get(edge.src, ""), device_of.get(edge.dst, "")
+    return bool(src and dst and src != dst)
 
 
 def stylesheet() -> list[dict]:
@@ -396,11 +461,14 @@ def stylesheet() -> list[dict]:
     expanded scope is a labelled box around its members; cut edges are red and dashed."""
     return [
         {"selector": "node.leaf", "style": {
-            "label": "data(label)", "text-wrap": "wrap", "text-valign": "center",
+            "label": "data(label)", "text-valign": "center",
             "text-halign": "center", "font-size": 11, "color": "data(text)",
             "background-color": "data(color)", "width": "data(width)",
             "height": "data(height)", "border-width": 1, "border-color": "#ffffff",
             "shape": "ellipse"}},
+        # Only a closed scope's or series' label has two lines: wrapping makes cytoscape
+        # split and measure every label line by line, so an op's one line is left unwrapped.
+        {"selector": "node.leaf.scope, node.leaf.series", "style": {"text-wrap": "wrap"}},
         {"selector": "node.scope", "style": {"shape": "round-rectangle", "border-width": 1.5,
                                              "border-color": "#4a5563"}},
         {"selector": "node.series", "style": {"shape": "round-rectangle", "border-width": 4,
@@ -422,7 +490,10 @@ def stylesheet() -> list[dict]:
         {"selector": "node.selected", "style": {"border-width": 4, "border-color": "#111111",
                                                 "border-style": "solid"}},
         {"selector": "edge", "style": {
-            "curve-style": "bezier", "width": "data(width)", "line-color": "#a7b0bc",
+            # straight, not bezier: an edge without bends joins one pair (ids name both
+            # ends) and upward edges are routed round the side, so no two share a line, and
+            # a bezier makes cytoscape bundle every edge with its parallels on each redraw
+            "curve-style": "straight", "width": "data(width)", "line-color": "#a7b0bc",
             "events": "no",           # a click on a node an edge crosses is the node's
             "target-arrow-shape": "triangle", "target-arrow-color": "#a7b0bc",
             "arrow-scale": 0.8, "opacity": 0.9}},

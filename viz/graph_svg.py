@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from html import escape
 
 from viz.edge_routes import Point, Rect, geometry
-from viz.graph_elements import CUT_COLOR, LINE_PX
+from viz.graph_elements import CUT_COLOR, LINE_PX, node_centres
 
 MARGIN = 20.0
 EDGE_COLOR = "#a7b0bc"
@@ -57,6 +57,7 @@ def graph_svg(elements: Sequence[dict]) -> str:
     sizes = {e["data"]["id"]: (e["data"]["width"], e["data"]["height"]) for e in nodes
              if "position" in e}
     rects = geometry(parents, at, sizes).rects
+    ends = node_centres(rects, at)     # a bundled edge ends at a box
     if not rects:
         return '<svg xmlns="http://www.w3.org/2000/svg" width="1" height="1"/>\n'
     left = min(r[0] for r in rects.values()) - MARGIN
@@ -84,9 +85,9 @@ def graph_svg(elements: Sequence[dict]) -> str:
                            "#333333", "bold"))
     for element in elements:
         data = element["data"]
-        if "source" not in data or data["source"] not in at or data["target"] not in at:
+        if "source" not in data or data["source"] not in ends or data["target"] not in ends:
             continue
-        src, dst = at[data["source"]], at[data["target"]]
+        src, dst = ends[data["source"]], ends[data["target"]]
         path = [src, *_bends(data, src, dst), dst]
         path[0] = _border(path[1], rects[data["source"]])
         path[-1] = _border(path[-2], rects[data["target"]])

@@ -108,6 +108,19 @@ def test_inception_edges_cross_no_box_they_do_not_belong_to(inception, opened):
     assert routed == {f"{a}->{b}" for (a, b), bends in routes.items() if bends}
 
 
+def test_opening_inception_bundles_what_reaches_many_of_its_scopes(inception):
+    # gradients, Momentum, regularization, the moving averages and the summaries each reach
+    # about twenty of InceptionV3's scopes: one edge each to the box, not twenty routed ones
+    record, tree = inception
+    view = hierarchy_view(tree, default_expansion(tree) | {"InceptionV3"})
+    elements, _ = graph_elements(view, record, [])
+    edges = {e["data"]["id"]: e["data"] for e in elements if "source" in e["data"]}
+    assert len(edges) < len(view.edges) / 2
+    assert {"InceptionV3->gradients", "InceptionV3->summaries"} <= edges.keys()
+    assert sum(edge["count"] for edge in edges.values()) == sum(
+        len(edge.edges) for edge in view.edges)
+
+
 def test_the_svg_export_draws_every_box_leaf_and_edge_along_its_route(mlp):
     from xml.etree import ElementTree
 

@@ -15,14 +15,17 @@ from engine.record.schema import (
 )
 from viz.colors import CPU_COLORS, GPU_COLORS, SEQUENTIAL_COLORS, text_color
 from viz.graph_elements import (
+    BUNDLE_MIN,
     CUT_LEGEND,
     NO_STEP_COLOR,
+    bundled,
     cytoscape_layout,
     graph_elements,
     leaf_colors,
     step_facts,
     stylesheet,
 )
+from viz.graph_svg import graph_svg
 from viz.hierarchy import build_hierarchy, hierarchy_view
 
 WORKER1_GPU0 = "/job:worker/replica:0/task:1/device:GPU:0"
@@ -162,3 +165,50 @@ def test_every_leaf_has_a_position_and_leaves_do_not_overlap(mlp):
     for i, (x, y, w, h) in enumerate(boxes):
         for x2, y2, w2, h2 in boxes[i + 1:]:
             assert abs(x - x2) * 2 >= w + w2 or abs(y - y2) * 2 >= h + h2
+
+
+def _fanned_in() -> GraphRecord:
+    """Five ops of scope "net" feed "save" (as variables feed a saver); two feed "loss"."""
+    inner = ("net/conv", "net/pool", "net/relu", "net/bias", "net/norm")
+    return GraphRecord(1, (*(make_node(name, "Const") for name in inner),
+                           make_node("save", "SaveV2", inner),
+                           make_node("loss", "Add", inner[:2])))
+
+
+def test_many_edges_from_one_open_box_to_one_node_are_drawn_as_one_from_the_box():
+    graph = _fanned_in()
+    view = hierarchy_view(build_hierarchy(graph), ["net"])
+    elements, _ = graph_elements(view, graph, [])
+    edges = {e["data"]["id"]: e for e in elements if "source" in e["data"]}
+    assert BUNDLE_MIN == 4
+    assert edges["net->save"]["data"]["count"] == 5     # all five, from the box
+    assert {"net/conv->loss", "net/pool->loss"} <= edges.keys()   # two stay as they are
+    assert not any(key.endswith("->save") and key != "net->save" for key in edges)
+    closed, _ = graph_elements(hierarchy_view(build_hierarchy(graph), []), graph, [])
+    assert "net->save" in by_id(closed)      # the same edge as when the box is closed
+
+
+def test_bundled_keeps_every_underlying_edge_once():
+    graph = _fanned_in()
+    view = hierarchy_view(build_hierarchy(graph), ["net"])
+    drawn = bundled(list(view.nodes), view.edges)
+    stood = [(one.src, one.dst) for _, under in drawn for one in under]
+    assert sorted(stood) == sorted((edge.src, edge.dst) for edge in view.edges)
+    assert len(drawn) < len(view.edges)
+    assert sum(len(edge.edges) for edge, _ in drawn) == sum(len(e.edges) for e in view.edges)
+
+
+def test_the_partition_view_keeps_each_edge_to_label_its_cut():
+    graph = _fanned_in()
+    view = hierarchy_view(build_hierarchy(graph), ["net"])
+    elements, _ = graph_elements(view, graph, [], partition=True)
+    targets = [e["data"]["id"] for e in elements if "source" in e["data"]
+               and e["data"]["target"].endswith("|save")]
+    assert len(targets) == 5
+
+
+def test_the_svg_draws_an_edge_that_ends_at_a_box():
+    graph = _fanned_in()
+    elements, _ = graph_elements(hierarchy_view(build_hierarchy(graph), ["net"]), graph, [])
+    edges = [e for e in elements if "source" in e["data"]]
+    assert graph_svg(elements).count("<polyline") == len(edges)
