@@ -153,10 +153,8 @@ class CompactFile(SideArrays):
             raise fail(where, f"uses compression method {info.compress_type} (stored or "
                               "deflated only)")
         total = sum(i.file_size for i in self._infos.values()) + info.file_size
-        cap = graph_schema.MAX_FILE_BYTES + graph_schema.MAX_SIDE_FILE_BYTES
-        if total > cap:
-            raise limit_error(str(self.path), f"its members are {total:,} bytes uncompressed",
-                              "MAX_FILE_BYTES + MAX_SIDE_FILE_BYTES")
+        if total > _archive_cap():
+            raise _archive_limit(self.path, f"its members are {total:,} bytes uncompressed")
         self._infos[name] = info
 
     def document(self) -> str:
@@ -191,6 +189,16 @@ class CompactFile(SideArrays):
         if extra:
             raise fail(document_field(source, "arrays"), f"member {short(extra[0])} of "
                        f"{self.path.name} is not named by any tensor of the document")
+
+
+def _archive_cap() -> int:
+    return graph_schema.MAX_FILE_BYTES + graph_schema.MAX_SIDE_FILE_BYTES
+
+
+def _archive_limit(path: Path, what: str) -> errors.InvalidArgumentError:
+    return fail(str(path), f"{what}, over the limit of {_archive_cap():,} for a compact file "
+                           "(engine.graph_schema.MAX_FILE_BYTES + MAX_SIDE_FILE_BYTES; raise "
+                           "them to load this file)")
 
 
 def _write_compact(f, text: str, arrays: dict[str, np.ndarray]) -> None:
@@ -442,10 +450,8 @@ def _read_document(path: Path):
 
 def _read_compact(f, path: Path):
     size = os.fstat(f.fileno()).st_size
-    cap = graph_schema.MAX_FILE_BYTES + graph_schema.MAX_SIDE_FILE_BYTES
-    if size > cap:
-        raise limit_error(str(path), f"the file is {size:,} bytes",
-                          "MAX_FILE_BYTES + MAX_SIDE_FILE_BYTES")
+    if size > _archive_cap():
+        raise _archive_limit(path, f"the file is {size:,} bytes")
     container = CompactFile(f, path)
     try:
         text = container.document()
