@@ -187,3 +187,29 @@ def test_missing_document_stored_side_file_names_and_methods(saved, tmp_path):
     plain = tmp_path / "plain.json"
     plain.write_bytes(json.dumps(doc | {"arrays": "."}).encode())
     assert "plain JSON file" in _error(plain)
+
+
+def test_fuzzed_compact_files_load_or_raise_a_named_graph_file_error(saved):
+    """Byte flips and cuts anywhere in the archive, and members swapped for other members."""
+    path, members = saved
+    data = path.read_bytes()
+    rng = np.random.default_rng(0)
+    swaps = [_npy(np.ones(3)), b"\x93NUMPY", members["graph.json"][:50], b"",
+             _npy(np.ones((30, 100), np.int64))]
+    outcomes = {"loaded": 0, "named": 0}
+    for case in range(200):
+        if case % 3 == 2:
+            key = sorted(members)[rng.integers(len(members))]
+            _write(path, {**members, key: swaps[rng.integers(len(swaps))]})
+        else:
+            damaged = bytearray(data)
+            for _ in range(rng.integers(1, 12)):
+                damaged[rng.integers(len(damaged))] = rng.integers(256)
+            path.write_bytes(bytes(damaged[: rng.integers(4, len(damaged) + 1)]))
+        try:
+            tf.load_graph(path)
+            outcomes["loaded"] += 1
+        except GraphFileError as e:
+            assert str(e).startswith(f"{path}: ")
+            outcomes["named"] += 1
+    assert outcomes["named"] > 150
