@@ -127,8 +127,8 @@ class CompactFile(SideArrays):
             infos = self._zip.infolist()
         # As in SideArrays._read: a damaged archive fails in many library-specific ways.
         except Exception as e:  # noqa: BLE001
-            raise fail(str(path), f"not a readable compact graph file ({type(e).__name__}: "
-                                  f"{e})") from None
+            raise fail(str(path), f"byte 0: starts like a zip archive (a compact graph file) "
+                                  f"but is not a readable one ({type(e).__name__}: {e})") from None
         self._infos = {}
         for info in infos:
             self._check_info(info)
