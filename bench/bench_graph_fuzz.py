@@ -1,8 +1,10 @@
 """Hostile graph files: N seeded mutations of the sample graphs and a saved training graph (JSON
-tree, graph structure, raw bytes, side .npz, limits) each loaded with engine.load_graph in a
-worker process under a time limit, counted as loaded / named errors (GraphFileError naming the
-file) / unnamed errors / crash-class (any other exception) / hangs; then the time to report a
-2-node cycle behind chains of 1,000 to 64,000 nodes, and loads of two sample graphs.
+tree, graph structure, raw bytes, side .npz, limits; and compact files: damaged archives,
+zip bombs, path and unnamed members, wrong dtypes, a mutated document inside) each loaded with
+engine.load_graph in a worker process under a time limit, counted as loaded / named errors
+(GraphFileError naming the file) / unnamed errors / crash-class (any other exception) / hangs;
+then the time to report a 2-node cycle behind chains of 1,000 to 64,000 nodes, and loads of
+two sample graphs.
 A script, not a test:
     python bench/bench_graph_fuzz.py [--files N] [--seed S] [--timeout SECONDS]
         [--peer PATH]          (also run the same cases against another checkout, e.g. main)
@@ -23,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -208,10 +211,70 @@ def mutate_side(side: bytes, rng) -> bytes:
     return buf.getvalue()
 
 
+def compact_archive(doc: dict, side: bytes | None, members: dict | None = None,
+                    method: int = zipfile.ZIP_DEFLATED) -> bytes:
+    """The compact graph file of a base: its document (arrays: ".") and the side .npz's
+    members as the archive's own; `members` replaces or adds members."""
+    doc = dict(doc, arrays="." if side is not None else None)
+    out = {"graph.json": dump(doc)}
+    if side is not None:
+        with zipfile.ZipFile(io.BytesIO(side)) as npz:
+            out.update({i.filename: npz.read(i) for i in npz.infolist()})
+    out.update(members or {})
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", method) as archive:
+        for name, data in out.items():
+            archive.writestr(name, data)
+    return buf.getvalue()
+
+
+def npy(value) -> bytes:
+    buf = io.BytesIO()
+    np.lib.format.write_array(buf, np.asarray(value), allow_pickle=False)
+    return buf.getvalue()
+
+
+def mutate_compact(doc: dict, side: bytes | None, rng) -> bytes:
+    """A compact file with damaged bytes, hostile members, or a mutated document inside."""
+    choice = rng.integers(10)
+    if choice == 0:
+        data = compact_archive(doc, side)
+        return data[: rng.integers(4, len(data))]
+    if choice == 1:
+        data = bytearray(compact_archive(doc, side))
+        for _ in range(rng.integers(1, 20)):
+            data[rng.integers(len(data))] = rng.integers(256)
+        return bytes(data)
+    if choice == 2:
+        name = ["../t0.npy", "/etc/t0.npy", "a/t0.npy", "t0.npy/..", "x.txt", ".."][
+            rng.integers(6)]
+        return compact_archive(doc, side, {name: npy([1.0])})
+    if choice == 3:
+        return compact_archive(doc, side, {"t99.npy": npy(np.ones(3))})
+    if choice == 4:
+        return compact_archive(doc, side, {"t0.npy": npy(np.ones((40, 30), np.float64))})
+    if choice == 5:
+        # An honest header, then 32 MB of zeros: a member far larger than it declares.
+        return compact_archive(doc, side, {"t0.npy": npy(np.ones((40, 30), np.float32)) +
+                                           bytes(32 << 20)})
+    if choice == 6:
+        buf = io.BytesIO()
+        buf.write(pickle.dumps({"t0": np.ones((40, 30), np.float32)}))
+        return compact_archive(doc, side, {"t0.npy": buf.getvalue()})
+    if choice == 7:
+        return compact_archive(mutate_tree(doc, rng), side)
+    if choice == 8:
+        return compact_archive(mutate_graph(doc, rng), side,
+                               method=(zipfile.ZIP_STORED, zipfile.ZIP_BZIP2)[rng.integers(2)])
+    return compact_archive(doc, side, {"graph.json": mutate_text(json.dumps(doc), rng)})
+
+
 def make_case(bases, rng) -> tuple[str, bytes, bytes | None]:
     doc, side = bases[rng.integers(len(bases))]
-    kind = ["tree", "graph", "text", "side"][rng.integers(4)]
+    kind = ["tree", "graph", "text", "side", "compact"][rng.integers(5)]
     text = json.dumps(doc)
+    if kind == "compact":
+        return kind, mutate_compact(doc, side, rng), None
     if kind == "tree":
         return kind, dump(mutate_tree(doc, rng)), side
     if kind == "graph":
@@ -243,7 +306,7 @@ def worker(conn, engine_root: str) -> None:
 
 # After the file, a named error says where: a node or field, a byte, a place in the JSON text.
 LOCATED = re.compile(r"node |field |byte \d|line \d+ column|digits|twice|nested|the file is|"
-                     r"not a regular file|collection")
+                     r"not a regular file|collection|member |compact graph file")
 
 
 def classify(tf, errors, named_class, path: str) -> tuple[str, str, str]:

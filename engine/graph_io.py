@@ -2,9 +2,12 @@
 a JSON document in the schema of engine/graph_json.py, its large constants in a side .npz beside
 it (written with np.savez, read member by member with allow_pickle=False after checking each
 header against the document), and the collections a MetaGraph keeps, so a loaded graph can
-resume training. Files are replaced atomically; a damaged or hostile file raises GraphFileError
-(engine/graph_schema.py: an InvalidArgumentError and a ValueError) naming the file, the node and
-the field, checked against the file's schema before anything is imported.
+resume training. The compact form (compact=True, or a ".graphz" path) is one zip file (deflate)
+holding the document and every numeric array as a .npy member, by default without creation
+stacks; readers tell the two forms apart by content. Files are replaced atomically; a damaged
+or hostile file raises GraphFileError (engine/graph_schema.py: an InvalidArgumentError and a
+ValueError) naming the file, the node and the field, checked against the file's schema before
+anything is imported.
 
 save_graph keeps every collection whose items are all variables, tensors, operations or plain
 strings and numbers: in a TF1 program that is `variables`, `trainable_variables`,
@@ -16,9 +19,12 @@ queue runners or hooks) are left out with a logged warning, as TF's export_meta_
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import io
 import logging
 import math
 import os
+import re
 import stat
 import threading
 import zipfile
@@ -26,16 +32,28 @@ from pathlib import Path
 
 import numpy as np
 
-from engine import errors, graph_schema
+from engine import errors, graph_json, graph_schema
 from engine.graph import Graph, Operation, Tensor
 from engine.graph_def import GraphDef, graph_def_from_document, import_graph_def
-from engine.graph_json import ArrayStore, document_to_json
+from engine.graph_json import IN_CONTAINER, ArrayStore, document_to_json
 from engine.graph_schema import decode_utf8, document_field, fail, kind_of, limit_error, short
 from engine.ops.variables import Variable
 
 __all__ = ["load_graph", "load_graph_def", "save_graph"]
 
 logger = logging.getLogger("engine")
+
+COMPACT_SUFFIX = ".graphz"
+# Tensors of at most this many elements stay inline in a compact file's (deflated) document:
+# a .npy member costs about 200 bytes of zip and npy headers even for a scalar, which on the
+# digits graphs' quantization ranges was a quarter of the file.
+COMPACT_INLINE_VALUES = 16
+DOCUMENT_MEMBER = "graph.json"
+# A zip archive's first bytes: a local file header, or the end record of an empty archive.
+_ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")
+_MEMBER_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]*")
+# Fixed member dates, so that saving the same graph twice gives the same bytes.
+_MEMBER_DATE = (1980, 1, 1, 0, 0, 0)
 
 
 # -- the side .npz ----------------------------------------------------------------------------
@@ -55,12 +73,16 @@ class SideArrays:
             raise fail(document_field(source, "arrays"), f"cannot read its side file {path} "
                                                          f"({type(e).__name__}: {e})") from None
 
+    def _check_member(self, member: str, dtype: np.dtype, shape: list, where: str) -> None:
+        """A compact file caps each member's size here; a side .npz has no extra checks."""
+
     def __call__(self, key, dtype: np.dtype, shape: list, where: str) -> np.ndarray:
         """`where` locates the tensor's "array" field; its size is within the per-tensor
         limits already (graph_json checks them)."""
         member = f"{key}.npy" if isinstance(key, str) else None
         if member not in self._names:
             raise fail(where, f"names {short(key)}, which {self.path.name} does not hold")
+        self._check_member(member, dtype, shape, where)
         found_shape, _, found_dtype = self._read(member, where, header_only=True)
         if (tuple(found_shape), found_dtype) != (tuple(shape), dtype):
             raise fail(where, f"side array '{key}' in {self.path.name} is {found_dtype} "
@@ -88,6 +110,111 @@ class SideArrays:
 
     def close(self) -> None:
         self._zip.close()
+
+
+class CompactFile(SideArrays):
+    """A compact graph file open for reading: every member checked (plain name, stored or
+    deflated, unencrypted, given once, at most its cap uncompressed) before any is read, the
+    document read no further than MAX_FILE_BYTES and each array no further than its declared
+    bytes; `check_all_named` then refuses members the document does not name."""
+
+    def __init__(self, f, path: Path):
+        self.path = path
+        self.bytes_read = 0
+        self._used: set[str] = set()
+        try:
+            self._zip = zipfile.ZipFile(f)
+            infos = self._zip.infolist()
+        # As in SideArrays._read: a damaged archive fails in many library-specific ways.
+        except Exception as e:  # noqa: BLE001
+            raise fail(str(path), f"byte 0: starts like a zip archive (a compact graph file) "
+                                  f"but is not a readable one ({type(e).__name__}: {e})") from None
+        self._infos = {}
+        for info in infos:
+            self._check_info(info)
+        self._names = set(self._infos)
+
+    def _check_info(self, info: zipfile.ZipInfo) -> None:
+        name, where = info.filename, f"{self.path}: member {short(info.filename)}"
+        if len(self._infos) >= graph_schema.MAX_CONTAINER_MEMBERS:
+            raise limit_error(str(self.path), f"the archive has more than "
+                              f"{graph_schema.MAX_CONTAINER_MEMBERS:,} members",
+                              "MAX_CONTAINER_MEMBERS")
+        if not _MEMBER_NAME.fullmatch(name) or ".." in name:
+            raise fail(where, "is not a plain member name (no folders, '..' or absolute paths: "
+                              f"a compact graph file holds {DOCUMENT_MEMBER} and <key>.npy)")
+        if name != DOCUMENT_MEMBER and not name.endswith(".npy"):
+            raise fail(where, f"is neither {DOCUMENT_MEMBER} nor a <key>.npy array")
+        if name in self._infos:
+            raise fail(where, "is given twice")
+        if info.flag_bits & 0x1:
+            raise fail(where, "is encrypted")
+        if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+            raise fail(where, f"uses compression method {info.compress_type} (stored or "
+                              "deflated only)")
+        total = sum(i.file_size for i in self._infos.values()) + info.file_size
+        if total > _archive_cap():
+            raise _archive_limit(self.path, f"its members are {total:,} bytes uncompressed")
+        self._infos[name] = info
+
+    def document(self) -> str:
+        info = self._infos.get(DOCUMENT_MEMBER)
+        if info is None:
+            raise fail(str(self.path), f"a compact graph file holds its document as member "
+                                       f"{DOCUMENT_MEMBER!r}; this one has none")
+        limit = graph_schema.MAX_FILE_BYTES
+        where = f"{self.path}: member {DOCUMENT_MEMBER!r}"
+        if info.file_size > limit:
+            raise limit_error(where, f"it is {info.file_size:,} bytes", "MAX_FILE_BYTES")
+        try:
+            with self._zip.open(info) as f:
+                data = f.read(limit + 1)
+        except Exception as e:  # noqa: BLE001
+            raise fail(where, f"cannot be read ({type(e).__name__}: {e})") from None
+        if len(data) > limit:
+            raise limit_error(where, f"it is over {limit:,} bytes", "MAX_FILE_BYTES")
+        return decode_utf8(data, str(self.path))
+
+    def _check_member(self, member: str, dtype: np.dtype, shape: list, where: str) -> None:
+        cap = math.prod(shape) * dtype.itemsize + graph_schema.MAX_NPY_HEADER_BYTES
+        size = self._infos[member].file_size
+        if size > cap:
+            raise limit_error(where, f"member {member!r} of {self.path.name} is {size:,} bytes "
+                              f"uncompressed, more than the {dtype} {shape} it declares needs",
+                              "MAX_NPY_HEADER_BYTES")
+        self._used.add(member)
+
+    def check_all_named(self, source: str) -> None:
+        extra = sorted(self._names - self._used - {DOCUMENT_MEMBER})
+        if extra:
+            raise fail(document_field(source, "arrays"), f"member {short(extra[0])} of "
+                       f"{self.path.name} is not named by any tensor of the document")
+
+
+def _archive_cap() -> int:
+    return graph_schema.MAX_FILE_BYTES + graph_schema.MAX_SIDE_FILE_BYTES
+
+
+def _archive_limit(path: Path, what: str) -> errors.InvalidArgumentError:
+    return fail(str(path), f"{what}, over the limit of {_archive_cap():,} for a compact file "
+                           "(engine.graph_schema.MAX_FILE_BYTES + MAX_SIDE_FILE_BYTES; raise "
+                           "them to load this file)")
+
+
+def _write_compact(f, text: str, arrays: dict[str, np.ndarray]) -> None:
+    with zipfile.ZipFile(f, "w") as archive:
+        _write_member(archive, DOCUMENT_MEMBER, text.encode("utf-8"))
+        for key, value in arrays.items():
+            buffer = io.BytesIO()
+            np.lib.format.write_array(buffer, value, allow_pickle=False)
+            _write_member(archive, f"{key}.npy", buffer.getvalue())
+
+
+def _write_member(archive: zipfile.ZipFile, name: str, data: bytes) -> None:
+    info = zipfile.ZipInfo(name, date_time=_MEMBER_DATE)
+    info.compress_type = zipfile.ZIP_DEFLATED
+    info.external_attr = 0o644 << 16
+    archive.writestr(info, data, compresslevel=9)
 
 
 def _write_atomically(path: Path, write) -> None:
@@ -214,30 +341,78 @@ def side_file_for(path: Path) -> Path:
     return path.with_name(path.name + ".npz")
 
 
-def save_graph(graph, path, strip_prefix: str = "") -> None:
-    """Writes `graph` (a Graph, or a GraphDef such as a frozen one) to `path` as JSON: every
-    op's name, type, inputs, control inputs, requested device, attrs, output dtypes and shapes
-    and creation stack, and a Graph's collections. Constants of more than 1024
-    elements go to `<path>.npz` beside it. Both files are replaced atomically."""
+def is_compact_path(path) -> bool:
+    """Whether save_graph writes `path` in the compact form when not told (a .graphz name)."""
+    return Path(path).name.endswith(COMPACT_SUFFIX)
+
+
+def save_graph(graph, path, strip_prefix: str = "", compact: bool | None = None,
+               stacks: bool | None = None) -> None:
+    """Writes `graph` (a Graph, or a GraphDef such as a frozen one) to `path`: every op's name,
+    type, inputs, control inputs, requested device, attrs, output dtypes and shapes and
+    creation stack, and a Graph's collections. As JSON (the default) constants of more than
+    1024 elements go to `<path>.npz` beside it; `compact=True` (the default for a ".graphz"
+    path) writes one deflated zip holding the document and every numeric constant as a .npy
+    member. `stacks`: keep creation stacks (default: in JSON yes, in the compact form no, as
+    in TF's GraphDef, since they cost as much as a small model's weights). Files are replaced
+    atomically."""
     path = Path(path)
+    compact = is_compact_path(path) if compact is None else bool(compact)
+    stacks = not compact if stacks is None else bool(stacks)
     is_graph_def = isinstance(graph, GraphDef)
     graph_def = graph if is_graph_def else graph.as_graph_def()
+    if not stacks:
+        graph_def = without_stacks(graph_def)
     collections = {} if is_graph_def else encode_collections(graph)
-    arrays = ArrayStore()
+    arrays = ArrayStore(COMPACT_INLINE_VALUES if compact else graph_json.MAX_INLINE_VALUES)
     side = side_file_for(path)
-    text = document_to_json(graph_def, strip_prefix, arrays, collections, side.name)
-    if arrays.arrays:
+    text = document_to_json(graph_def, strip_prefix, arrays, collections,
+                            IN_CONTAINER if compact else side.name)
+    if arrays.arrays and not compact:
         _write_atomically(side, lambda f: np.savez(f, **arrays.arrays))
     else:
         with contextlib.suppress(FileNotFoundError):
             side.unlink()
-    _write_atomically(path, lambda f: f.write(text.encode("utf-8")))
+    if compact:
+        _write_atomically(path, lambda f: _write_compact(f, text, arrays.arrays))
+    else:
+        _write_atomically(path, lambda f: f.write(text.encode("utf-8")))
+
+
+def without_stacks(graph_def: GraphDef) -> GraphDef:
+    """The graph with every node's creation stack dropped (what it does, not where it was
+    written)."""
+    nodes = [dataclasses.replace(n, meta={k: v for k, v in n.meta.items() if k != "stack"})
+             for n in graph_def.node]
+    return GraphDef(nodes, version=graph_def.version, source=graph_def.source)
+
+
+def graph_file_bytes(path) -> int:
+    """The bytes of a graph file as save_graph wrote it: a compact file, or the JSON and the
+    side .npz it names (if any)."""
+    path = Path(path)
+    side = side_file_for(path)
+    size = path.stat().st_size
+    if not _is_zip(path) and side.exists():
+        size += side.stat().st_size
+    return size
+
+
+def file_format(path) -> str:
+    """"compact" or "json": the form of an existing graph file, by content."""
+    return "compact" if _is_zip(Path(path)) else "json"
+
+
+def _is_zip(path: Path) -> bool:
+    with open(path, "rb") as f:
+        return f.read(4) in _ZIP_MAGIC
 
 
 def load_graph(path):
-    """Reads a graph file written by save_graph (or a version 1 graph file) into a new Graph,
-    with its collections. The file is checked against its schema first (engine/graph_schema.py);
-    a damaged one raises GraphFileError naming the file, node and field."""
+    """Reads a graph file written by save_graph (JSON or compact, told apart by content, or a
+    version 1 graph file) into a new Graph, with its collections. The file is checked against
+    its schema first (engine/graph_schema.py); a damaged one raises GraphFileError naming the
+    file, node and field."""
     graph_def, collections = _read_document(Path(path))
     graph = Graph()
     import_graph_def(graph_def, name="", graph=graph)
@@ -252,10 +427,18 @@ def load_graph_def(path):
 
 
 def _read_document(path: Path):
-    text = _read_text(path)
+    with _open_regular(path) as f:
+        if f.read(4) in _ZIP_MAGIC:
+            f.seek(0)
+            return _read_compact(f, path)
+        f.seek(0)
+        text = _read_text(f, path)
     opened: list[SideArrays] = []
 
     def open_arrays(name: str) -> SideArrays:
+        if name == IN_CONTAINER:
+            raise fail(document_field(str(path), "arrays"), f"{name!r} names the members of a "
+                       "compact graph file, but this is a plain JSON file")
         opened.append(SideArrays(path.with_name(name), str(path)))
         return opened[-1]
     try:
@@ -265,24 +448,52 @@ def _read_document(path: Path):
             side.close()
 
 
-def _read_text(path: Path) -> str:
-    """The file's text: a regular file (a FIFO would block the read), at most MAX_FILE_BYTES
-    (read no further than that), UTF-8."""
-    limit = graph_schema.MAX_FILE_BYTES
+def _read_compact(f, path: Path):
+    size = os.fstat(f.fileno()).st_size
+    if size > _archive_cap():
+        raise _archive_limit(path, f"the file is {size:,} bytes")
+    container = CompactFile(f, path)
+    try:
+        text = container.document()
+
+        def open_arrays(name: str) -> SideArrays:
+            if name != IN_CONTAINER:
+                raise fail(document_field(str(path), "arrays"), f"names side file "
+                           f"{short(name)}; a compact graph file keeps its arrays inside it "
+                           f"(\"arrays\": {IN_CONTAINER!r})")
+            return container
+        result = graph_def_from_document(text, str(path), open_arrays)
+        container.check_all_named(str(path))
+        return result
+    finally:
+        container.close()
+
+
+@contextlib.contextmanager
+def _open_regular(path: Path):
+    """The file, opened for reading: a regular file (a FIFO would block the read)."""
     try:
         # Non-blocking, so that opening a FIFO returns at once (for a file it changes nothing).
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            os.close(fd)
-            raise fail(str(path), "not a regular file")
-        with open(fd, "rb") as f:
-            data = f.read(limit + 1)
     except FileNotFoundError:
         raise errors.NotFoundError(None, None, f"{path}: no such graph file") from None
     except OSError as e:
         raise errors.PermissionDeniedError(None, None, f"{path}: cannot read ({e})") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise fail(str(path), "not a regular file")
+    with open(fd, "rb") as f:
+        yield f
+
+
+def _read_text(f, path: Path) -> str:
+    """The file's text: at most MAX_FILE_BYTES (read no further than that), UTF-8."""
+    limit = graph_schema.MAX_FILE_BYTES
+    try:
+        data = f.read(limit + 1)
+    except OSError as e:
+        raise errors.PermissionDeniedError(None, None, f"{path}: cannot read ({e})") from None
     if len(data) > limit:
-        raise limit_error(str(path), f"the file is {max(info.st_size, len(data)):,} bytes",
-                          "MAX_FILE_BYTES")
+        size = max(os.fstat(f.fileno()).st_size, len(data))
+        raise limit_error(str(path), f"the file is {size:,} bytes", "MAX_FILE_BYTES")
     return decode_utf8(data, str(path))

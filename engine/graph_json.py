@@ -35,6 +35,9 @@ READABLE_VERSIONS = (1, 2)
 # as "values": null, from the JSON forms that have no side file, such as the run store's).
 MAX_INLINE_VALUES = 1 << 10
 MAX_ELIDED_INLINE_VALUES = 1 << 16
+# The "arrays" field of a document inside a compact graph file (engine/graph_io.py): its arrays
+# are the .npy members of the same archive, not a side file.
+IN_CONTAINER = "."
 _NON_FINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
 _NODE_NAME = re.compile(r"[A-Za-z0-9.][A-Za-z0-9_.\-/>]*")
 _INPUT = re.compile(r"\^?[A-Za-z0-9.][A-Za-z0-9_.\-/>]*(:[0-9]+)?")
@@ -52,7 +55,8 @@ NODE_FIELDS = ("name", "op", "input", "device", "attr", "output_dtypes", "output
 # -- attrs: encoding ------------------------------------------------------------------------
 
 class ArrayStore:
-    """Collects the arrays that go to the side .npz while a document is written."""
+    """Collects the arrays that go to the side .npz (or, inline_limit 0, every numeric array:
+    the compact file's .npy members) while a document is written."""
 
     def __init__(self, inline_limit: int = MAX_INLINE_VALUES):
         self.inline_limit = inline_limit
@@ -60,7 +64,8 @@ class ArrayStore:
 
     def add(self, value: np.ndarray) -> str:
         key = f"t{len(self.arrays)}"
-        self.arrays[key] = np.ascontiguousarray(value)
+        # Not np.ascontiguousarray, which makes a 0-d array 1-d.
+        self.arrays[key] = np.asarray(value, order="C")
         return key
 
 
@@ -515,7 +520,7 @@ def _decode_document(doc: dict, source: str, open_arrays,
 def _side_arrays(name, source: str, open_arrays):
     if name is None:
         return None
-    if not isinstance(name, str) or not _SIDE_FILE.fullmatch(name):
+    if name != IN_CONTAINER and (not isinstance(name, str) or not _SIDE_FILE.fullmatch(name)):
         raise fail(document_field(source, "arrays"), f"must be the plain name of a .npz file "
                                                      f"beside the document, got {short(name)}")
     if open_arrays is None:

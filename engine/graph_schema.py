@@ -11,7 +11,8 @@ twice, no string holding a lone surrogate. Its fields, all checked before anythi
     format         "engine.graphdef"
     version        1 or 2 (2 is written; 1 lacks arrays and collections)
     graph_version  int64, default 0
-    arrays         null or the plain name of the side .npz beside the file ("g.json.npz")
+    arrays         null or the plain name of the side .npz beside the file ("g.json.npz"),
+                   or "." in a compact file (below): its own .npy members
     node           list of <node>, in any order; the graph they form has no cycle
     collections    {"<key>": [<item>, ...]}, default {}
 
@@ -51,6 +52,15 @@ twice, no string holding a lone surrogate. Its fields, all checked before anythi
                             "trainable": bool}}
             | {"tensor": "node:k"} | {"operation": "node"} | {"value": <JSON scalar>}
 
+A compact graph file (engine.save_graph(..., compact=True), or a ".graphz" path) is a zip
+archive (deflate) of the document as member "graph.json" and each numeric array as a member
+"<key>.npy"; it is recognised by its content (b"PK\\x03\\x04"), whatever its name. Every member
+is a plain name ([A-Za-z0-9_][A-Za-z0-9_.-]*, no "/" or ".."), stored or deflated, unencrypted,
+given once, named by the document (the .npy ones) and at most its cap uncompressed: the
+document MAX_FILE_BYTES, an array its declared bytes plus MAX_NPY_HEADER_BYTES; at most
+MAX_CONTAINER_MEMBERS members, and the file and its members' sizes together at most
+MAX_FILE_BYTES + MAX_SIDE_FILE_BYTES. Each member is read no further than its cap.
+
 The limits are module attributes read at each load: set, for example,
 `engine.graph_schema.MAX_TENSOR_BYTES = 4 << 30` to load a file with larger constants.
 
@@ -87,6 +97,8 @@ MAX_TENSOR_ELEMENTS = 1 << 28
 MAX_TENSOR_BYTES = 1 << 30
 MAX_SIDE_FILE_BYTES = 4 << 30
 MAX_NODE_OUTPUTS = 1 << 16
+MAX_CONTAINER_MEMBERS = 1 << 20
+MAX_NPY_HEADER_BYTES = 1 << 16
 # Fixed, not knobs: TF's TensorShape::kMaxDims, and numpy's most dims for an array.
 MAX_RANK = 254
 MAX_TENSOR_RANK = 64

@@ -1,10 +1,10 @@
 """What a quantized graph costs and gains: accuracy on held-out data (fed in batches, argmax
-against the labels) and the bytes of the graph file save_graph writes (.json plus its .npz)."""
+against the labels) and the bytes of the graph file save_graph writes (.json plus its .npz, or
+the one compact file)."""
 
 from __future__ import annotations
 
 import tempfile
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -42,23 +42,20 @@ def accuracy(graph_def: GraphDef, images: np.ndarray, labels: np.ndarray,
 def without_stacks(graph_def: GraphDef) -> GraphDef:
     """The graph with every node's creation stack dropped (what it does, not where it was
     written): for files meant to be small."""
-    nodes = [replace(n, meta={k: v for k, v in n.meta.items() if k != "stack"})
-             for n in graph_def.node]
-    return GraphDef(nodes, version=graph_def.version, source=graph_def.source)
+    from engine.graph_io import without_stacks as drop
+    return drop(graph_def)
 
 
-def file_bytes(graph_def: GraphDef, strip_stacks: bool = False) -> int:
-    """The bytes save_graph writes for the graph to `graph.json`: the JSON and its side .npz
-    (whose name the JSON holds), if any."""
-    from engine.graph_io import save_graph, side_file_for
+def file_bytes(graph_def: GraphDef, strip_stacks: bool = False, compact: bool = False) -> int:
+    """The bytes save_graph writes for the graph: as JSON, the JSON and its side .npz (whose
+    name the JSON holds), if any; `compact`, the one compact file. Creation stacks are kept
+    unless `strip_stacks`, in both forms, so the two compare like for like."""
+    from engine.graph_io import graph_file_bytes, save_graph
 
-    if strip_stacks:
-        graph_def = without_stacks(graph_def)
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "graph.json"
-        save_graph(graph_def, path)
-        side = side_file_for(path)
-        return path.stat().st_size + (side.stat().st_size if side.exists() else 0)
+        save_graph(graph_def, path, compact=compact, stacks=not strip_stacks)
+        return graph_file_bytes(path)
 
 
 def constant_bytes(graph_def: GraphDef) -> int:

@@ -1,6 +1,7 @@
 """The `workbench quantize` job: read a graph file, calibrate on training samples, rewrite,
-save, and measure float against quantized (accuracy on the held-out split, file bytes) into a
-JSON report. Datasets are known by name; the digits samples use sample_graphs/digits.py."""
+save, and measure float against quantized (accuracy on the held-out split, file bytes in the
+out file's form, and in both forms) into a JSON report. Datasets are known by name; the digits
+samples use sample_graphs/digits.py."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import numpy as np
 
 from engine import errors
 from engine.compression.calibration import calibrate
-from engine.compression.evaluate import accuracy, constant_bytes
+from engine.compression.evaluate import accuracy, constant_bytes, file_bytes
 from engine.graph_def import GraphDef
 from engine.passes.quantize_graph import MODES, quantize_graph
 
@@ -66,10 +67,29 @@ def check_fits(graph_def: GraphDef, data: Dataset, source: str) -> None:
 
 
 def graph_file_bytes(path: Path) -> int:
-    from engine.graph_io import side_file_for
+    """The bytes of a graph file on disk: a compact file, or the JSON and its side .npz."""
+    from engine.graph_io import graph_file_bytes as on_disk
+    return on_disk(path)
 
-    side = side_file_for(path)
-    return path.stat().st_size + (side.stat().st_size if side.exists() else 0)
+
+def same_form_bytes(graph: Path, graph_def: GraphDef, form: str) -> int:
+    """The float graph's bytes in `form` ("json" or "compact", save_graph's defaults for it):
+    its own file when that is in the form already, else the graph saved so."""
+    from engine.graph_io import file_format
+    if file_format(graph) == form:
+        return graph_file_bytes(graph)
+    return file_bytes(graph_def, strip_stacks=form == "compact", compact=form == "compact")
+
+
+def bytes_by_format(original: GraphDef, quantized: GraphDef) -> dict:
+    """Both graphs saved in each form (save_graph's defaults for it), with their ratio."""
+    out = {}
+    for form in ("json", "compact"):
+        compact = form == "compact"
+        f, q = (file_bytes(g, strip_stacks=compact, compact=compact)
+                for g in (original, quantized))
+        out[form] = {"float_bytes": f, "quantized_bytes": q, "size_ratio": q / f}
+    return out
 
 
 def run_quantize(graph: Path, mode: str, out: Path, calibration: int | None = None,
@@ -77,7 +97,7 @@ def run_quantize(graph: Path, mode: str, out: Path, calibration: int | None = No
                  bar=None) -> dict:
     """Does the whole job; returns the report (also written to `report` if given). `say`
     prints a stage line, `bar(label)` returns a progress(done, total) callback."""
-    from engine.graph_io import load_graph_def, save_graph
+    from engine.graph_io import file_format, load_graph_def, save_graph
 
     if mode not in MODES:
         raise errors.InvalidArgumentError(None, None, f"mode {mode!r} is not one of "
@@ -111,14 +131,18 @@ def run_quantize(graph: Path, mode: str, out: Path, calibration: int | None = No
         scores[label] = accuracy(graph_def, dataset.test_images, dataset.test_labels,
                                  dataset.input_name, dataset.output_name,
                                  progress=bar(f"evaluate {label}"))
-    float_bytes, quantized_bytes = graph_file_bytes(graph), graph_file_bytes(out)
+    # Both in the out file's form: a compact out file against a JSON input would otherwise
+    # count the compression of the container as the quantization's.
+    form = file_format(out)
+    float_bytes, quantized_bytes = same_form_bytes(graph, original, form), graph_file_bytes(out)
     body = {
         "graph": str(graph), "out": str(out), "mode": mode, "data": data,
         "calibration_samples": int(len(samples)),
         "test_examples": int(len(dataset.test_labels)),
         "float_accuracy": scores["float"], "quantized_accuracy": scores["quantized"],
         "float_bytes": float_bytes, "quantized_bytes": quantized_bytes,
-        "size_ratio": quantized_bytes / float_bytes,
+        "size_ratio": quantized_bytes / float_bytes, "file_format": form,
+        "bytes_by_format": bytes_by_format(original, result.graph_def),
         "float_constant_bytes": constant_bytes(original),
         "quantized_constant_bytes": constant_bytes(result.graph_def),
         "float_nodes": len(original.node), "quantized_nodes": len(result.graph_def.node),

@@ -235,3 +235,28 @@ def test_sparse_freeze_refuses_names_that_are_not_frozen_constants():
     graph, _ = _model()
     with pytest.raises(ValueError, match=r"\['hidden/kernel'\] are not Const nodes"):
         pruning.sparse_freeze(graph.as_graph_def(), ["hidden/kernel"])
+
+
+def test_csr_and_dense_files_are_compared_in_the_same_form(tmp_path):
+    rng = np.random.RandomState(0)
+    kernel = rng.standard_normal((64, 64)).astype(np.float32)
+    kernel[np.abs(kernel) < np.quantile(np.abs(kernel), 0.9)] = 0
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf.placeholder(tf.float32, [None, 64], name="x")
+        tf.matmul(x, tf.constant(kernel, name="kernel"), name="out")
+    frozen = graph.as_graph_def()
+    compact = pruning.sparse_file_bytes(frozen, ["kernel"])
+    as_json = pruning.sparse_file_bytes(frozen, ["kernel"], compact=False)
+    assert compact.file_format == "compact" and as_json.file_format == "json"
+    # Binary index arrays instead of inline JSON text; deflate squeezes the dense zeros too.
+    assert compact.sparse_bytes < 0.5 * as_json.sparse_bytes
+    assert compact.dense_bytes < 0.5 * as_json.dense_bytes
+    pruning.save_sparse(frozen, ["kernel"], tmp_path / "pruned.json")
+    assert (tmp_path / "pruned.json").read_bytes()[:2] == b"PK"
+    assert compact.sparse_bytes == (tmp_path / "pruned.json").stat().st_size
+    loaded = tf.load_graph(tmp_path / "pruned.json")
+    feed = rng.standard_normal((3, 64)).astype(np.float32)
+    with loaded.as_default(), tf.Session() as sess:
+        got = sess.run("out:0", {"x:0": feed})
+    np.testing.assert_allclose(got, feed @ kernel, rtol=1e-5, atol=1e-5)

@@ -31,6 +31,7 @@ def test_eightbit_calibrated_writes_the_graph_and_the_report(tmp_path, capsys):
     assert body["quantized_bytes"] == out.stat().st_size + \
         (tmp_path / "mlp8.json.npz").stat().st_size
     assert body["quantized_constant_bytes"] < 0.27 * body["float_constant_bytes"]
+    assert body["file_format"] == "json" and set(body["bytes_by_format"]) == {"json", "compact"}
     assert body["kept_float"] == {
         "probabilities": "Softmax has no quantized form in quantize_graph's eightbit mode"}
     ops = {n.op for n in tf.load_graph_def(out).node}
@@ -72,3 +73,19 @@ def test_help_names_the_default_dataset(capsys):
         cli.main(["quantize", "--help"])
     text = " ".join(capsys.readouterr().out.split())
     assert "default: digits" in text and "--calibration N" in text
+
+
+def test_a_graphz_out_file_is_compact_and_compared_in_the_same_form(tmp_path, capsys):
+    out, report = tmp_path / "mlp8.graphz", tmp_path / "report.json"
+    assert cli.main(["quantize", str(MLP), "--mode", "weights", "--out", str(out),
+                     "--report", str(report)]) == 0
+    body = json.loads(report.read_text())
+    assert out.read_bytes()[:4] == b"PK\x03\x04" and not (tmp_path / "mlp8.graphz.npz").exists()
+    assert body["file_format"] == "compact" and body["quantized_bytes"] == out.stat().st_size
+    # The float graph is counted as a compact file too, not as the shipped JSON one.
+    assert body["bytes_by_format"]["compact"]["float_bytes"] == body["float_bytes"]
+    assert body["float_bytes"] < MLP.stat().st_size + (SAMPLES / (MLP.name + ".npz")).stat().st_size
+    json_sizes = body["bytes_by_format"]["json"]
+    assert json_sizes["size_ratio"] > body["size_ratio"]
+    assert [n.name for n in tf.load_graph_def(out).node] == \
+        [n.name for n in tf.load_graph_def(tmp_path / "mlp8.graphz").node]
