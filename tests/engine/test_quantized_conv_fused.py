@@ -271,3 +271,12 @@ def test_run_time_errors_name_the_problem(runner):
     with pytest.raises(tf.errors.InvalidArgumentError, match="bias must be a vector"):
         run(runner, lambda: conv_op(OPS[0], x, f, bias[:2], (0.0, 1.0), (-1.0, 1.0),
                                     (-1.0, 1.0)))
+    with runner.scope():
+        small = tf.placeholder(tf.quint8, None)
+        out = RO.QuantizedConv2DWithBiasAndRequantize(
+            input=small, filter=tf.constant(f, dtype=tf.qint8), bias=tf.constant(bias),
+            min_input=0.0, max_input=1.0, min_filter=-1.0, max_filter=1.0,
+            min_freezed_output=-1.0, max_freezed_output=1.0, strides=[1, 1, 1, 1],
+            padding="VALID")
+    with pytest.raises(tf.errors.InvalidArgumentError, match="Negative dimension size"):
+        runner.run([out.output], {small: np.zeros((1, 2, 2, 2), np.uint8)})
