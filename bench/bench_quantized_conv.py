@@ -41,8 +41,8 @@ def timed(runs: dict, feed: np.ndarray, repeats: int) -> dict:
 
 
 def profile(graph_def, feed: np.ndarray) -> None:
-    """The eightbit graph's time by op type (torch profiler's CPU time of our kernels' torch
-    calls is not per node, so this times whole runs with each op type's kernels counted)."""
+    """The torch ops (aten::, quantized::) that take the eightbit graph's CPU time over five
+    runs, from torch's profiler: by torch op, not by graph node."""
     from torch.profiler import ProfilerActivity
     from torch.profiler import profile as torch_profile
     with _session(graph_def) as run:
