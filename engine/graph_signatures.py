@@ -302,6 +302,12 @@ SIGNATURES = {
     "QuantizedConv2D": ("input, filter, min_input, max_input, min_filter, max_filter -> output, "
                         "min_output, max_output | Tinput:type, Tfilter:type, out_type=type, "
                         "strides:list(int), padding:string, dilations=list(int)"),
+    **{op: ("input, filter, bias, min_input, max_input, min_filter, max_filter, "
+            "min_freezed_output, max_freezed_output -> output, min_output, max_output | "
+            "Tinput:type, Tfilter:type, Tbias:type, out_type=type, strides:list(int), "
+            "padding:string, dilations=list(int), padding_list=list(int)")
+       for op in ("QuantizedConv2DWithBiasAndReluAndRequantize",
+                  "QuantizedConv2DWithBiasAndRequantize")},
     "QuantizedMatMul": ("a, b, min_a, max_a, min_b, max_b -> out, min_out, max_out | T1:type, "
                         "T2:type, Toutput=type, transpose_a=bool, transpose_b=bool, "
                         "Tactivation=type"),

@@ -213,12 +213,16 @@ _RANGE_SLOTS = {
     "QuantizedReshape": {0: (2, 3)},
     # (a, b, bias, min_a, max_a, min_b, max_b, min_freezed_output, max_freezed_output)
     **{op: {0: (3, 4), 1: (5, 6)} for op in ("QuantizedMatMulWithBiasAndRequantize",
-                                             "QuantizedMatMulWithBiasAndReluAndRequantize")},
+                                             "QuantizedMatMulWithBiasAndReluAndRequantize",
+                                             "QuantizedConv2DWithBiasAndRequantize",
+                                             "QuantizedConv2DWithBiasAndReluAndRequantize")},
 }
 # The fused ops read their qint8 weights and write a qint8 output symmetrically (TF's SCALED
 # Dequantize mode: zero is 0, the scale max|range| / 127).
 _SCALED_OPS = ("QuantizedMatMulWithBiasAndRequantize",
-               "QuantizedMatMulWithBiasAndReluAndRequantize")
+               "QuantizedMatMulWithBiasAndReluAndRequantize",
+               "QuantizedConv2DWithBiasAndRequantize",
+               "QuantizedConv2DWithBiasAndReluAndRequantize")
 
 
 def _mode(node: NodeDef, default: str = "MIN_FIRST") -> str:

@@ -8,6 +8,7 @@ from engine.kernels import (  # noqa: F401
     math,
     nn,
     quantized,
+    quantized_conv,
     random,
     state,
     summary,

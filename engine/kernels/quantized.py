@@ -13,6 +13,7 @@ import torch
 
 from engine import dtypes, errors
 from engine.kernels import quantized_fbgemm as fbgemm
+from engine.kernels import quantized_pool
 from engine.kernels.registry import kernel
 from engine.ops import windows
 
@@ -504,10 +505,7 @@ def _pool_setup(node, x):
         host_memory=_POOL_IO)
 def quantized_max_pool(node, ctx):
     def run(x, min_input, max_input):
-        window, k_hw = _pool_setup(node, x)
-        low = LIMITS[node.attr["T"]][0]
-        patches = _padded_windows(x.to(torch.int32), window, k_hw, (1, 1), low)
-        out = patches.amax(dim=(-2, -1)).to(x.dtype)
+        out = quantized_pool.max_pool(x, *_pool_setup(node, x))
         return _outputs(out, _range(min_input), _range(max_input))
     return run
 

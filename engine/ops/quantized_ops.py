@@ -286,6 +286,37 @@ def _fused_mat_mul_infer(op, ranges: int, bias_types=(dtypes.float32, dtypes.qin
     return _with_range(op.attrs["Toutput"], _product_shape(op))
 
 
+# TF 2.21's fused Conv2D ops take TF's quantized type list; the padding_list attr (explicit
+# pads) is not supported here, so their padding is SAME or VALID.
+FUSED_CONV_PADDINGS = ("SAME", "VALID")
+FUSED_CONV_RANGES = ("min_input", "max_input", "min_filter", "max_filter",
+                     "min_freezed_output", "max_freezed_output")
+
+
+def _fused_conv2d_infer(op):
+    """QuantizedConv2DWithBias[AndRelu]AndRequantize: input [batch, h, w, depth] NHWC, filter
+    [kh, kw, depth, out], bias rank 1 (float32 or qint32), six float32 scalar ranges."""
+    _quantized_input(op, 0, "input", FUSED_TYPES)
+    _quantized_input(op, 1, "filter", FUSED_TYPES)
+    check_dtype_allowed(op, op.inputs[2].dtype, (dtypes.float32, dtypes.qint32), arg="bias")
+    _scalar_ranges(op, 3, 6, FUSED_CONV_RANGES)
+    check_dtype_allowed(op, op.attrs["out_type"], FUSED_TYPES, arg="out_type")
+    _check_choice(op, "padding", FUSED_CONV_PADDINGS)
+    if op.attrs.get("padding_list"):
+        raise ValueError(f"{op.type}: padding_list (explicit padding) is not supported; "
+                         "use padding SAME or VALID")
+    window = windows.window_of(op.attrs, op.type)
+    bias = op.inputs[2].shape
+    if bias.ndims is not None and bias.ndims != 1:
+        raise shape_error(op, f"Shape must be rank 1 but is rank {bias.ndims}")
+    batch, h, w, depth = _rank4(op, 0)
+    kh, kw, k_in, k_out = _rank4(op, 1)
+    if depth is not None and k_in is not None and depth != k_in:
+        raise shape_error(op, f"Dimensions must be equal, but are {depth} and {k_in}")
+    out_h, out_w = windowed(op, window, [h, w], [kh, kw])
+    return _with_range(op.attrs["out_type"], TensorShape([batch, out_h, out_w, k_out]))
+
+
 def _product(dims) -> int:
     out = 1
     for d in dims:
@@ -313,6 +344,8 @@ register_op("QuantizedMatMulWithBiasAndRelu",
 register_op("QuantizedMatMulWithBiasAndRequantize", lambda op: _fused_mat_mul_infer(op, 6))
 register_op("QuantizedMatMulWithBiasAndReluAndRequantize",
             lambda op: _fused_mat_mul_infer(op, 6))
+register_op("QuantizedConv2DWithBiasAndRequantize", _fused_conv2d_infer)
+register_op("QuantizedConv2DWithBiasAndReluAndRequantize", _fused_conv2d_infer)
 
 
 # -- graph builders ------------------------------------------------------------------------

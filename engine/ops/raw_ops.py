@@ -89,6 +89,21 @@ SPECS.update({
        for op in ("QuantizedMatMulWithBiasAndRequantize",
                   "QuantizedMatMulWithBiasAndReluAndRequantize")},
 })
+_FUSED_CONV_IN = (("input", "q"), ("filter", "q"), ("bias", "q"), ("min_input", "f"),
+                  ("max_input", "f"), ("min_filter", "f"), ("max_filter", "f"),
+                  ("min_freezed_output", "f"), ("max_freezed_output", "f"))
+_FUSED_CONV_ATTRS = {"strides": REQUIRED, "padding": REQUIRED, "dilations": [1, 1, 1, 1],
+                     "padding_list": []}
+_CONV_TYPED = {"Tinput": "input", "Tfilter": "filter", "Tbias": "bias"}
+_FUSED_CONV_OUT = ("output", "min_output", "max_output")
+SPECS.update({
+    "QuantizedConv2DWithBiasAndRequantize": RawOp(
+        _FUSED_CONV_IN, _FUSED_CONV_OUT, dict(_FUSED_CONV_ATTRS, out_type=dtypes.qint8),
+        _CONV_TYPED),
+    "QuantizedConv2DWithBiasAndReluAndRequantize": RawOp(
+        _FUSED_CONV_IN, _FUSED_CONV_OUT, dict(_FUSED_CONV_ATTRS, out_type=dtypes.quint8),
+        _CONV_TYPED),
+})
 _TUPLES = {op: namedtuple(op, spec.outputs) for op, spec in SPECS.items()
            if len(spec.outputs) > 1}
 
