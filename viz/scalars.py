@@ -210,9 +210,42 @@ def curves_figure(curves_by_run: Mapping[str, Curve], tag: str, height: int = 42
     if x_axis not in X_AXES:
         raise ValueError(f"x_axis must be one of {', '.join(X_AXES)}, got {x_axis!r}")
     colors = run_colors(list(curves_by_run))
+    unit, unit_name = _relative_unit_of(curves_by_run)
+    traces = _tag_traces(curves_by_run, tag, x_axis, unit, colors, None)
+    # plotly.js's own defaults (white, #eee grid) instead of plotly.py's template, which
+    # each figure would carry (7 kB) and the browser apply; axis types given, so plotly.js
+    # does not scan the points to guess them.
+    layout = {
+        "template": _NO_TEMPLATE, "title": {"text": tag, "x": 0.01}, "height": height,
+        "hovermode": "closest", "margin": {"l": 50, "r": 10, "t": 40, "b": 40},
+        "plot_bgcolor": "white",
+        "xaxis": _x_axis_layout(x_axis, unit_name),
+        "yaxis": {"gridcolor": "#eee", "type": "log" if log_y else "linear"},
+        "legend": {"orientation": "h", "y": -0.2},
+    }
+    # Built without plotly.py's per-property validation, which took most of the time of a
+    # page of curves (a few fixed fields, checked once by the tests with validation on).
+    return go.Figure(data=traces, layout=layout, _validate=False)
+
+
+def _relative_unit_of(curves_by_run: Mapping[str, Curve]) -> tuple[float, str]:
+    """relative_unit of the longest run among the curves."""
     spans = [c.wall_times[-1] - c.wall_times[0] for c in curves_by_run.values()
              if c.wall_times is not None and c.wall_times.size]
-    unit, unit_name = relative_unit(max(spans, default=0.0))
+    return relative_unit(max(spans, default=0.0))
+
+
+def _x_axis_layout(x_axis: str, unit_name: str) -> dict:
+    x_title = {STEP: "step", RELATIVE: f"relative time ({unit_name})", WALL: "wall time"}[x_axis]
+    return {"title": {"text": x_title}, "gridcolor": "#eee",
+            "type": "date" if x_axis == WALL else "linear"}
+
+
+def _tag_traces(curves_by_run: Mapping[str, Curve], tag: str, x_axis: str, unit: float,
+                colors: Mapping[str, str], in_legend: set[str] | None) -> list[dict]:
+    """A tag's traces, runs by name: faint raw (when smoothed) and bold smoothed. With
+    `in_legend` (the runs given a legend entry so far) a run's bold trace enters the legend
+    only the first time; with None every one does."""
     traces = []
     # On the step axis the hover's step is x itself: no second copy of the steps is sent.
     step_field = "x" if x_axis == STEP else "customdata"
@@ -223,32 +256,82 @@ def curves_figure(curves_by_run: Mapping[str, Curve], tag: str, height: int = 42
                 "type": "scatter", "x": x, "y": compact(curve.raw), "mode": "lines",
                 "name": f"{run} (raw)", "legendgroup": run, "showlegend": False,
                 "hoverinfo": "skip", "line": {"color": _faded(colors[run], 0.3), "width": 1}})
-        traces.append({
+        bold = {
             "type": "scatter", "x": x, "y": compact(curve.smoothed), "mode": "lines",
             "name": run, "legendgroup": run, "line": {"color": colors[run], "width": 2.5},
             **({} if x_axis == STEP else {"customdata": curve.steps}),
             "hovertemplate": f"{run}<br>step %{{{step_field}}}<br>{tag} %{{y:.6g}}"
-                             "<extra></extra>"})
-    x_title = {STEP: "step", RELATIVE: f"relative time ({unit_name})", WALL: "wall time"}[x_axis]
-    # plotly.js's own defaults (white, #eee grid) instead of plotly.py's template, which
-    # each figure would carry (7 kB) and the browser apply; axis types given, so plotly.js
-    # does not scan the points to guess them.
-    layout = {
-        "template": _NO_TEMPLATE, "title": {"text": tag, "x": 0.01}, "height": height,
-        "hovermode": "closest", "margin": {"l": 50, "r": 10, "t": 40, "b": 40},
-        "plot_bgcolor": "white",
-        "xaxis": {"title": {"text": x_title}, "gridcolor": "#eee",
-                  "type": "date" if x_axis == WALL else "linear"},
-        "yaxis": {"gridcolor": "#eee", "type": "log" if log_y else "linear"},
-        "legend": {"orientation": "h", "y": -0.2},
-    }
-    # Built without plotly.py's per-property validation, which took most of the time of a
-    # page of curves (a few fixed fields, checked once by the tests with validation on).
-    figure = go.Figure(data=traces, layout=layout, _validate=False)
-    return figure
+                             "<extra></extra>"}
+        if in_legend is not None:
+            if run in in_legend:
+                bold["showlegend"] = False
+            in_legend.add(run)
+        traces.append(bold)
+    return traces
 
 
 _NO_TEMPLATE = pio.templates["none"].to_plotly_json()
+
+
+# One figure for every tag: a subplot per tag in a grid (one column for one tag, two for
+# more), each with its own axes and title, the runs' legend once. One plot to mount and
+# draw instead of one per tag: plotly.js's fixed cost per plot is most of a page's drawing.
+_ROW_GAP_PX = 80            # below a subplot: its ticks and x title, then the next one's title
+_COLUMN_GAP = 0.08          # of the width: the right column's value ticks
+_MARGIN = {"l": 50, "r": 10, "t": 30, "b": 60}
+
+
+def tags_figure(curves_by_tag: Mapping[str, Mapping[str, Curve]], x_axis: str = STEP,
+                log_y: bool = False, marked_step: int | None = None) -> go.Figure:
+    """Every tag's curves (tag -> run -> Curve, in the order given) as subplots of one
+    figure: the tag's title over each, its own x and y axes (x as curves_figure draws it,
+    log values on each when `log_y`), one colour per run across all of them and the run's
+    legend entry once (a click hides the run everywhere). `marked_step` is marked on each
+    subplot as mark_step marks it. Subplot k (from 1) has axes xaxisk/yaxisk (plain xaxis
+    and yaxis for the first), so a zoom names its subplot's axes."""
+    if x_axis not in X_AXES:
+        raise ValueError(f"x_axis must be one of {', '.join(X_AXES)}, got {x_axis!r}")
+    tags = list(curves_by_tag)
+    columns = 1 if len(tags) == 1 else 2
+    rows = -(-len(tags) // columns)
+    plot_px = 300 if rows == 1 else 240
+    paper_px = rows * (plot_px + _ROW_GAP_PX) - _ROW_GAP_PX
+    width = (1.0 - _COLUMN_GAP * (columns - 1)) / columns
+    colors = run_colors(sorted({run for by_run in curves_by_tag.values() for run in by_run}))
+    traces, shapes, marks, titles = [], [], [], []
+    layout = {
+        "template": _NO_TEMPLATE, "height": paper_px + _MARGIN["t"] + _MARGIN["b"],
+        "hovermode": "closest", "margin": _MARGIN, "plot_bgcolor": "white",
+        "legend": {"orientation": "h", "y": -50 / paper_px, "yanchor": "top"},
+    }
+    in_legend: set[str] = set()
+    for k, tag in enumerate(tags, start=1):
+        row, column = divmod(k - 1, columns)
+        top = 1.0 - row * (plot_px + _ROW_GAP_PX) / paper_px
+        x0 = column * (width + _COLUMN_GAP)
+        suffix = "" if k == 1 else str(k)
+        by_run = curves_by_tag[tag]
+        unit, unit_name = _relative_unit_of(by_run)
+        for trace in _tag_traces(by_run, tag, x_axis, unit, colors, in_legend):
+            traces.append({**trace, "xaxis": f"x{suffix}", "yaxis": f"y{suffix}"})
+        layout[f"xaxis{suffix}"] = {
+            **_x_axis_layout(x_axis, unit_name), "domain": [x0, x0 + width],
+            "anchor": f"y{suffix}"}
+        layout[f"yaxis{suffix}"] = {
+            "gridcolor": "#eee", "type": "log" if log_y else "linear",
+            "domain": [max(top - plot_px / paper_px, 0.0), top], "anchor": f"x{suffix}"}
+        titles.append({"text": tag, "x": x0, "xref": "paper", "xanchor": "left", "y": top,
+                       "yref": "paper", "yanchor": "bottom", "showarrow": False,
+                       "font": {"size": 15}})
+        where = None if marked_step is None else _marked_x(by_run, marked_step, x_axis)
+        if where is not None:
+            shapes.append(_mark_line(where, f"x{suffix}", f"y{suffix} domain"))
+            marks.append(_mark_label(where, marked_step, f"x{suffix}", f"y{suffix} domain"))
+    # The marks' labels first: a reader (and the Alerts tests) finds the step's label first.
+    layout["annotations"] = marks + titles
+    if shapes:
+        layout["shapes"] = shapes
+    return go.Figure(data=traces, layout=layout, _validate=False)
 
 
 def mark_step(figure: go.Figure, curves_by_run: Mapping[str, Curve], step: int,
@@ -256,16 +339,28 @@ def mark_step(figure: go.Figure, curves_by_run: Mapping[str, Curve], step: int,
     """A dashed vertical line at `step` (an alert's, say) with a label. On a time axis it
     stands where the first run (by name) logged that step, or its last point when the run
     stopped before it (a step that failed logs no value); unchanged if nothing was drawn."""
-    where = step if x_axis == STEP else _time_of_step(curves_by_run, step, x_axis)
+    where = _marked_x(curves_by_run, step, x_axis)
     if where is None:
         return figure
-    if isinstance(where, np.datetime64):
-        where = str(where)
-    figure.add_shape(type="line", x0=where, x1=where, y0=0, y1=1, yref="paper",
-                     line={"color": "#d62728", "dash": "dash", "width": 1.5})
-    figure.add_annotation(x=where, y=1, yref="paper", text=f"step {step}", showarrow=False,
-                          yanchor="bottom", font={"color": "#d62728", "size": 11})
+    figure.add_shape(**_mark_line(where, "x", "paper"))
+    figure.add_annotation(**_mark_label(where, step, "x", "paper"))
     return figure
+
+
+def _marked_x(curves_by_run: Mapping[str, Curve], step: int, x_axis: str):
+    """Where `step` stands on the axis (None when nothing was drawn on a time axis)."""
+    where = step if x_axis == STEP else _time_of_step(curves_by_run, step, x_axis)
+    return str(where) if isinstance(where, np.datetime64) else where
+
+
+def _mark_line(where, xref: str, yref: str) -> dict:
+    return {"type": "line", "x0": where, "x1": where, "y0": 0, "y1": 1, "xref": xref,
+            "yref": yref, "line": {"color": "#d62728", "dash": "dash", "width": 1.5}}
+
+
+def _mark_label(where, step: int, xref: str, yref: str) -> dict:
+    return {"x": where, "xref": xref, "y": 1, "yref": yref, "text": f"step {step}",
+            "showarrow": False, "yanchor": "bottom", "font": {"color": "#d62728", "size": 11}}
 
 
 def _time_of_step(curves_by_run: Mapping[str, Curve], step: int, x_axis: str):

@@ -62,7 +62,7 @@ def test_scalars_page_overlays_the_runs(workbench, recorded_runs):
     workbench.wait_for_element("#scalars-curves-div .js-plotly-plot")
     for run in recorded_runs.runs:
         workbench.wait_for_contains_text("#scalars-curves-div .legend", run)
-    workbench.wait_for_contains_text("#scalars-curves-div .gtitle", "loss")
+    workbench.wait_for_contains_text("#scalars-curves-div .annotation-text", "loss")
     assert workbench.get_logs() == []
 
 

@@ -42,7 +42,7 @@ def test_runs_and_scalars_pages_show_a_tensorboard_run(mixed):
     duo.wait_for_element(f".runs-table a[href='/scalars?run={logs.torch}']").click()
     duo.wait_for_element("#scalars-curves-div .js-plotly-plot .scatterlayer .trace")
     duo.wait_for_contains_text("#scalars-curves-div .legend", logs.torch)
-    duo.wait_for_contains_text("#scalars-curves-div .gtitle", "loss")
+    duo.wait_for_contains_text("#scalars-curves-div .annotation-text", "loss")
     open_page(duo, "/scalars")
     duo.wait_for_contains_text("#scalars-curves-div .legend", logs.ours)
     duo.wait_for_contains_text("#scalars-curves-div .legend", logs.torch)

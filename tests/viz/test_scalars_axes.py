@@ -19,6 +19,7 @@ from viz.scalars import (
     scalar_curve,
     series_csv,
     series_json,
+    tags_figure,
 )
 
 T0 = 1_790_000_000.0
@@ -126,3 +127,26 @@ def test_the_figure_built_unchecked_is_one_plotly_accepts(axis, log_y):
     assert json.loads(checked.to_json()) == json.loads(figure.to_json())
     assert figure.layout.xaxis.type == ("date" if axis == WALL else "linear")
     assert len(figure.layout.template.to_plotly_json().get("layout", {})) == 0
+
+
+def test_tags_share_one_figure_a_subplot_each():
+    """tags_figure: each tag its own axes (its own relative-time unit), the subplots in a
+    grid of two columns, nothing above plotly's schema (checked with validation on)."""
+    short = _curve([0, 1, 2], [3.0, 2.0, 1.0], [T0, T0 + 30.0, T0 + 60.0])
+    long = _curve([0, 10, 20], [1.0, 2.0, 4.0], [T0, T0 + 600.0, T0 + 1200.0])
+    by_tag = {"loss": {"a": short}, "lr": {"a": long, "b": short}, "acc": {"b": long}}
+    for axis in (STEP, RELATIVE, WALL):
+        go.Figure(tags_figure(by_tag, x_axis=axis, marked_step=10).to_dict())   # validates
+    figure = tags_figure(by_tag, x_axis=RELATIVE, log_y=True, marked_step=10)
+    layout = figure.layout
+    assert layout.xaxis.title.text == "relative time (seconds)"
+    assert layout.xaxis2.title.text == "relative time (minutes)"
+    assert layout.xaxis3.domain == layout.xaxis.domain             # third: under the first
+    assert layout.yaxis3.domain[1] < layout.yaxis.domain[0]
+    assert layout.yaxis2.type == "log"
+    assert [a.text for a in layout.annotations][-3:] == ["loss", "lr", "acc"]
+    assert [t.name for t in figure.data if t.showlegend is not False] == ["a", "b"]
+    single = tags_figure({"loss": {"a": short}})
+    assert single.layout.xaxis.domain == (0.0, 1.0) and "xaxis2" not in single.to_dict()["layout"]
+    with pytest.raises(ValueError, match="x_axis must be one of"):
+        tags_figure(by_tag, x_axis="epoch")

@@ -98,7 +98,7 @@ def test_the_page_comes_with_its_first_curves(three_runs):
     before the first draw), the same ones the curves callback draws."""
     page = scalars.layout(run="lr-0.1,lr-0.001", tag="accuracy,loss", x="wall", step="5")
     drawn = _find(page, scalars.CURVES_DIV).children
-    assert [graph.id["tag"] for graph in drawn] == ["accuracy", "loss"]
+    assert [graph.id["tag"] for graph in drawn] == ["accuracy,loss"]   # one graph, a subplot each
     called = scalars.curves(["lr-0.1", "lr-0.001"], ["accuracy", "loss"], 0.6, None, "wall", [],
                             5)
     assert [g.figure.to_json() for g in drawn] == [g.figure.to_json() for g in called]
@@ -135,3 +135,42 @@ def test_the_first_fingerprint_of_finished_runs_redraws_nothing(three_runs):
         (figure,) = scalars.refresh_curves(graph_id, ["lr-0.1"], ["loss"], 0.6, None, [], None,
                                            state)
         assert figure.layout.uirevision == "loss" and len(figure.data) == 2
+
+
+def test_the_tags_are_subplots_of_one_figure(three_runs, text_of):
+    """One graph for every chosen tag: a subplot each (own axes, own title, own log scale and
+    step mark), one colour per run across them, each run once in the legend."""
+    (graph,) = scalars.curves(["lr-0.1", "lr-0.01"], ["loss", "accuracy"], 0.6, None, "step",
+                              ["log"], 7)
+    figure = graph.figure
+    assert graph.id == {"type": scalars.CURVE_GRAPH, "tag": "loss,accuracy"}
+    assert [t.xaxis for t in figure.data] == ["x"] * 4 + ["x2"] * 4
+    assert figure.layout.yaxis.type == figure.layout.yaxis2.type == "log"
+    assert figure.layout.xaxis2.anchor == "y2" and figure.layout.yaxis2.anchor == "x2"
+    assert figure.layout.xaxis.domain[1] < figure.layout.xaxis2.domain[0]   # side by side
+    texts = [a.text for a in figure.layout.annotations]
+    assert texts == ["step 7", "step 7", "loss", "accuracy"]
+    assert [(s.xref, s.x0) for s in figure.layout.shapes] == [("x", 7), ("x2", 7)]
+    in_legend = [t.name for t in figure.data if t.showlegend is not False]
+    assert in_legend == ["lr-0.01", "lr-0.1"]
+    colors = {t.name: t.line.color for t in figure.data if "raw" not in t.name}
+    assert len(set(colors.values())) == 2
+    assert figure.layout.uirevision == "loss,accuracy"
+    # A tag no chosen run has gets no subplot; a tag none has at all, a message.
+    (graph,) = scalars.curves(["lr-0.1"], ["loss", "gone"], 0.6, None, "step", [])
+    assert {t.xaxis for t in graph.figure.data} == {"x"}
+    assert "None of the chosen runs" in text_of(
+        scalars.curves(["lr-0.1"], ["gone"], 0.6, None, "step", []))
+
+
+def test_a_poll_refreshes_only_the_view_the_graph_was_drawn_for(three_runs):
+    poll = {"runs": {"lr-0.1": {"status": "running", "steps": 50}}, "changed": ["steps"]}
+    ident = {"type": scalars.CURVE_GRAPH, "tag": "loss,accuracy"}
+    zoom = {"tag=loss,accuracy&type=scalars-curve-graph": {"xaxis2": [3, 9]}}
+    (figure,) = scalars.refresh_curves([ident], ["lr-0.1"], ["loss", "accuracy"], 0.6, None, [],
+                                       None, poll, zoom)
+    assert len(figure.data) == 4 and list(figure.layout.xaxis2.range) == [3, 9]
+    assert figure.layout.xaxis.range is None        # the other subplot keeps its own axes
+    # Other tags chosen since: that graph is being replaced, not refreshed.
+    assert scalars.refresh_curves([ident], ["lr-0.1"], ["loss"], 0.6, None, [], None,
+                                  poll) == [scalars.dash.no_update]

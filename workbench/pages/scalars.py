@@ -1,7 +1,7 @@
 """Scalars page (`/scalars?run=A,B&tag=loss,acc&x=step|relative|wall&log=1`): curves of the
-chosen tags for several runs together, raw faint and smoothed bold, with TensorBoard's
-smoothing slider, its three horizontal axes and a log scale; downloads every point of the
-view as CSV or JSON; polls for live runs."""
+chosen tags for several runs together (one figure, a subplot per tag), raw faint and smoothed
+bold, with TensorBoard's smoothing slider, its three horizontal axes and a log scale;
+downloads every point of the view as CSV or JSON; polls for live runs."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from dash import ALL, Input, Output, State, dcc, html
 from dash.exceptions import PreventUpdate
 
 from engine.record.schema import RUNNING
-from viz.scalars import STEP, X_AXES, curves_figure, mark_step, series_csv, series_json
+from viz.scalars import STEP, X_AXES, series_csv, series_json, tags_figure
 from workbench import data, inputs, live
 from workbench.pages.common import (
     PROBLEMS,
@@ -202,26 +202,26 @@ def _x_axis(value) -> str:
 def curves(runs: list[str] | None, tags: list[str] | None, smoothing: float | None,
            _unused=None, x_axis: str | None = None,
            log_scale: list[str] | None = None, marked_step: int | None = None) -> list:
-    """One graph per tag, one colour per run, `marked_step` (if any) marked on each; a
-    message for each run that cannot be read (the others still draw). A poll redraws the
-    figures in place instead (refresh_curves)."""
+    """One graph with a subplot per tag that some chosen run has, one colour per run,
+    `marked_step` (if any) marked on each; a message for each run that cannot be read (the
+    others still draw). A poll redraws the figure in place instead (refresh_curves)."""
     runs = [data.check_name(run) for run in inputs.text_list(runs, "the runs")]
     tags = inputs.text_list(tags, "the tags")
     if not runs or not tags:
         return [message("Choose at least one run and one tag.")]
-    view = _view_options(smoothing, x_axis, log_scale, marked_step)
     problems: dict[str, str] = {}
-    graphs = []
-    for tag in tags:
-        figure = _tag_figure(tag, runs, *view, problems)
-        if figure is None:
-            continue
-        graphs.append(dcc.Graph(id={"type": CURVE_GRAPH, "tag": tag}, figure=figure,
-                                config={"displaylogo": False}))
+    figure = _figure(tags, runs, _view_options(smoothing, x_axis, log_scale, marked_step),
+                     problems)
     notes = [message(f"{run}: {text}") for run, text in problems.items()]
-    if not graphs and not notes:
-        notes = [message("None of the chosen runs has the chosen tags.")]
-    return notes + graphs
+    if figure is None:
+        return notes or [message("None of the chosen runs has the chosen tags.")]
+    return notes + [dcc.Graph(id=_graph_id(tags), figure=figure, config={"displaylogo": False})]
+
+
+def _graph_id(tags: list[str]) -> dict:
+    """The curves' graph id: its tags, so the refresh redraws only the view it was made for
+    and the zoom store keeps one zoom per view."""
+    return {"type": CURVE_GRAPH, "tag": ",".join(tags)}
 
 
 def _view_options(smoothing, x_axis, log_scale, marked_step) -> tuple:
@@ -231,26 +231,28 @@ def _view_options(smoothing, x_axis, log_scale, marked_step) -> tuple:
             inputs.step_number(marked_step, "the marked step"))
 
 
-def _tag_figure(tag: str, runs: list[str], weight: float, axis: str, log_y: bool,
-                marked: int | None, problems: dict[str, str]):
-    """The tag's figure over the runs that have it (None when none has); a run that cannot
-    be read goes into `problems` and is skipped from then on."""
-    drawn = {}
-    for run in runs:
-        if run in problems:
-            continue
-        try:
-            if tag in data.tags(run):
-                drawn[run] = data.curve(run, tag, weight)
-        except PROBLEMS as exc:
-            problems[run] = problem_text(exc)
+def _figure(tags: list[str], runs: list[str], view: tuple, problems: dict[str, str]):
+    """The tags' figure over the runs that have them (None when no run has any); a run that
+    cannot be read goes into `problems` and is skipped from then on."""
+    weight, axis, log_y, marked = view
+    drawn: dict[str, dict] = {}
+    for tag in tags:
+        by_run = {}
+        for run in runs:
+            if run in problems:
+                continue
+            try:
+                if tag in data.tags(run):
+                    by_run[run] = data.curve(run, tag, weight)
+            except PROBLEMS as exc:
+                problems[run] = problem_text(exc)
+        if by_run:
+            drawn[tag] = by_run
     if not drawn:
         return None
-    figure = curves_figure(drawn, tag, x_axis=axis, log_y=log_y)
-    if marked is not None:
-        mark_step(figure, drawn, marked, axis)
-    # A constant revision per tag keeps the user's zoom across live refreshes.
-    figure.update_layout(uirevision=tag)
+    figure = tags_figure(drawn, x_axis=axis, log_y=log_y, marked_step=marked)
+    # A constant revision per view keeps the user's zoom across live refreshes.
+    figure.update_layout(uirevision=",".join(tags))
     return figure
 
 
@@ -262,22 +264,22 @@ def _unchanged(_problem: str = ""):
 @answers(_unchanged)
 def refresh_curves(graph_ids, runs, tags, smoothing, x_axis, log_scale, marked_step,
                    live_state=None, zooms=None) -> list:
-    """After a poll (`live_state`): each drawn curve's figure rebuilt with the new points, set
-    on the graph in place (a new list of graphs would be new plots), with the user's zoom
-    (`zooms`, the page's zoom store) stated on it. The first fingerprint of finished runs (the
-    page just opened, or other runs were chosen) redraws nothing: the layout or the curves
-    callback drew them already."""
+    """After a poll (`live_state`): the drawn figure rebuilt with the new points, set on the
+    graph in place (a new graph would be a new plot), with the user's zoom of each subplot
+    (`zooms`, the page's zoom store) stated on it. A graph drawn for other tags than the
+    chosen ones is left (the curves callback is drawing the new view). The first fingerprint
+    of finished runs (the page just opened, or other runs were chosen) redraws nothing: the
+    layout or the curves callback drew them already."""
     if (live_state is None or not isinstance(graph_ids, list) or not graph_ids
             or _first_of_done(live_state)):
         _unchanged()
     runs = [data.check_name(run) for run in inputs.text_list(runs, "the runs")]
+    tags = inputs.text_list(tags, "the tags")
     view = _view_options(smoothing, x_axis, log_scale, marked_step)
-    problems: dict[str, str] = {}
     figures = []
     for ident in graph_ids:
-        tag = ident.get("tag") if isinstance(ident, dict) else None
-        figure = _tag_figure(tag, runs, *view, problems) if (
-            isinstance(tag, str) and tag in inputs.text_list(tags, "the tags")) else None
+        figure = _figure(tags, runs, view, {}) if (
+            tags and runs and ident == _graph_id(tags)) else None
         figures.append(dash.no_update if figure is None
                        else live.kept_zoom(figure, zoom_of(zooms, ident)))
     return figures
