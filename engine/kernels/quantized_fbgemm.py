@@ -176,8 +176,29 @@ class Product:
 def plain_uint8(q: torch.Tensor) -> torch.Tensor:
     """A quint8 tensor's values as a plain uint8 tensor on the same storage (int_repr copies,
     one element at a time: 9x slower at 256x1024)."""
-    return torch.empty(0, dtype=torch.uint8, device=q.device).set_(
+    return plain_integers(q)
+
+
+_PLAIN = {torch.quint8: torch.uint8, torch.qint8: torch.int8, torch.qint32: torch.int32}
+
+
+def plain_integers(q: torch.Tensor) -> torch.Tensor:
+    """A quint8/qint8/qint32 tensor's stored integers as a plain tensor on the same storage."""
+    return torch.empty(0, dtype=_PLAIN[q.dtype], device=q.device).set_(
         q.untyped_storage(), q.storage_offset(), q.shape, q.stride())
+
+
+_quiet: list[bool] = []
+
+
+def quantize_ready() -> bool:
+    """torch.quantize_per_tensor may be used: its once-a-process warning already spent."""
+    if not _quiet:
+        with _lock:
+            if not _quiet:
+                _first_creation_quietly()
+                _quiet.append(True)
+    return True
 
 
 def cached_weight_ids() -> set[int]:
