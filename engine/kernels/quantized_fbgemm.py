@@ -169,8 +169,20 @@ class Product:
             index, packed = self._spread()
             a = a.index_select(1, index)
         op = torch.ops.quantized.linear_relu if relu else torch.ops.quantized.linear
-        out = op(_quantized(a.contiguous(), scale_a, zero_a), packed, scale_out, zero_out)
-        return plain_uint8(out)
+        out = op(as_quint8(a, scale_a, zero_a), packed, scale_out, zero_out)
+        plain = plain_uint8(out)
+        plain._engine_quint8 = (out, scale_out, zero_out)
+        return plain
+
+
+def as_quint8(a: torch.Tensor, scale: float, zero_point: int) -> torch.Tensor:
+    """a (plain uint8) as a quint8 tensor: the one an fbgemm op made it from, where a is that
+    op's output as it came (same object, so the same storage and shape) and the scale and
+    zero point agree; else a new wrapper."""
+    made = getattr(a, "_engine_quint8", None)
+    if made is not None and made[1] == scale and made[2] == zero_point:
+        return made[0]
+    return _quantized(a.contiguous(), scale, zero_point)
 
 
 def plain_uint8(q: torch.Tensor) -> torch.Tensor:
