@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import os
 import statistics
 import time
 import warnings
@@ -33,9 +34,10 @@ def median_ms(function, repeat: int) -> float:
 
 
 def interleaved_medians(functions: dict, repeat: int) -> dict:
-    """{label: (median wall ms, median CPU ms)}, the functions taking turns each repeat so a
-    shared machine's changing load falls on all of them alike. CPU time (this process, all
-    threads) is what the ratios use: on a loaded machine wall time mostly measures waiting."""
+    """{label: (median wall ms, median CPU ms, min and max CPU ms)}, the functions taking
+    turns each repeat so a shared machine's changing load falls on all of them alike. CPU
+    time (this process, all threads) is what the ratios use: on a loaded machine wall time
+    mostly measures waiting."""
     for function in functions.values():
         function()
     wall = {label: [] for label in functions}
@@ -46,8 +48,8 @@ def interleaved_medians(functions: dict, repeat: int) -> dict:
             function()
             cpu[label].append(time.process_time() - start_cpu)
             wall[label].append(time.perf_counter() - start)
-    return {label: (statistics.median(wall[label]) * 1e3, statistics.median(cpu[label]) * 1e3)
-            for label in functions}
+    return {label: (statistics.median(wall[label]) * 1e3, statistics.median(cpu[label]) * 1e3,
+                    min(cpu[label]) * 1e3, max(cpu[label]) * 1e3) for label in functions}
 
 
 def make_mlp(sizes, seed: int = 0):
@@ -107,13 +109,13 @@ def int8_graph(layers, width: int, calibration: np.ndarray, bits: int):
     return x, tf.dequantize(h, lo, hi, mode="SCALED")
 
 
-def pass_graph(layers, width: int, calibration: np.ndarray):
-    """The float graph through engine.compression.quantize (eightbit, calibrated): what a user
-    gets from the pass, imported into the default graph."""
+def pass_graph(layers, width: int, calibration: np.ndarray, mode: str = "eightbit"):
+    """The float graph through engine.compression.quantize (eightbit calibrated, or weights):
+    what a user gets from the pass, imported into the default graph."""
     with tf.Graph().as_default() as float_g:
         x, out = float_graph(layers, width)
-    result = quantize(float_g.as_graph_def(), "eightbit",
-                      calibration_samples={x.op.name: calibration},
+    samples = {x.op.name: calibration} if mode == "eightbit" else None
+    result = quantize(float_g.as_graph_def(), mode, calibration_samples=samples,
                       output_names=[out.op.name])
     tf.import_graph_def(result.graph_def, name="")
     graph = tf.get_default_graph()
@@ -146,7 +148,9 @@ def session_row(layers, sizes, batch: int, repeat: int, calibration) -> dict:
     builds = {"our float": lambda: float_graph(layers, sizes[0]),
               "our int8, 8-bit w": lambda: int8_graph(layers, sizes[0], calibration, 8),
               "our int8, 7-bit w": lambda: int8_graph(layers, sizes[0], calibration, 7),
-              "quantize_graph int8": lambda: pass_graph(layers, sizes[0], calibration)}
+              "quantize_graph int8": lambda: pass_graph(layers, sizes[0], calibration),
+              "quantize_graph weights": lambda: pass_graph(layers, sizes[0], calibration,
+                                                           "weights")}
     functions, errors, sessions = {}, {}, []
     for label, build in builds.items():
         with tf.Graph().as_default() as g:
@@ -177,12 +181,13 @@ def agreement(got: np.ndarray, want: np.ndarray) -> str:
 def print_rows(sizes, batch: int, row: dict) -> None:
     times, errors = row["times"], row["errors"]
     base, peer = times["our float"][1], times["torch dynamic int8"][1]
-    print(f"\nMLP {'-'.join(map(str, sizes))}, batch {batch}")
-    print(f"  {'':<22}{'wall ms':>9}{'cpu ms':>9}{'our float/x':>13}{'torch dyn/x':>13}"
-          "   max err / argmax")
-    for label, (wall, cpu) in times.items():
-        print(f"  {label:<22}{wall:>9.3f}{cpu:>9.3f}{base / cpu:>12.2f}x{peer / cpu:>12.2f}x"
-              f"   {errors[label]}")
+    load = ", ".join(f"{v:.2f}" for v in os.getloadavg())
+    print(f"\nMLP {'-'.join(map(str, sizes))}, batch {batch} (load average after: {load})")
+    print(f"  {'':<24}{'wall ms':>9}{'cpu ms':>9}{'cpu range':>16}{'our float/x':>13}"
+          f"{'torch dyn/x':>13}   max err / argmax")
+    for label, (wall, cpu, low, high) in times.items():
+        print(f"  {label:<24}{wall:>9.3f}{cpu:>9.3f}{f'{low:.2f}-{high:.2f}':>16}"
+              f"{base / cpu:>12.2f}x{peer / cpu:>12.2f}x   {errors[label]}")
 
 
 def kernel_rows(repeat: int) -> None:

@@ -169,15 +169,48 @@ class Product:
             index, packed = self._spread()
             a = a.index_select(1, index)
         op = torch.ops.quantized.linear_relu if relu else torch.ops.quantized.linear
-        out = op(_quantized(a.contiguous(), scale_a, zero_a), packed, scale_out, zero_out)
-        return plain_uint8(out)
+        out = op(as_quint8(a, scale_a, zero_a), packed, scale_out, zero_out)
+        plain = plain_uint8(out)
+        plain._engine_quint8 = (out, scale_out, zero_out)
+        return plain
+
+
+def as_quint8(a: torch.Tensor, scale: float, zero_point: int) -> torch.Tensor:
+    """a (plain uint8) as a quint8 tensor: the one an fbgemm op made it from, where a is that
+    op's output as it came (same object, so the same storage and shape) and the scale and
+    zero point agree; else a new wrapper."""
+    made = getattr(a, "_engine_quint8", None)
+    if made is not None and made[1] == scale and made[2] == zero_point:
+        return made[0]
+    return _quantized(a.contiguous(), scale, zero_point)
 
 
 def plain_uint8(q: torch.Tensor) -> torch.Tensor:
     """A quint8 tensor's values as a plain uint8 tensor on the same storage (int_repr copies,
     one element at a time: 9x slower at 256x1024)."""
-    return torch.empty(0, dtype=torch.uint8, device=q.device).set_(
+    return plain_integers(q)
+
+
+_PLAIN = {torch.quint8: torch.uint8, torch.qint8: torch.int8, torch.qint32: torch.int32}
+
+
+def plain_integers(q: torch.Tensor) -> torch.Tensor:
+    """A quint8/qint8/qint32 tensor's stored integers as a plain tensor on the same storage."""
+    return torch.empty(0, dtype=_PLAIN[q.dtype], device=q.device).set_(
         q.untyped_storage(), q.storage_offset(), q.shape, q.stride())
+
+
+_quiet: list[bool] = []
+
+
+def quantize_ready() -> bool:
+    """torch.quantize_per_tensor may be used: its once-a-process warning already spent."""
+    if not _quiet:
+        with _lock:
+            if not _quiet:
+                _first_creation_quietly()
+                _quiet.append(True)
+    return True
 
 
 def cached_weight_ids() -> set[int]:
