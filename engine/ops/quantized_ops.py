@@ -187,12 +187,7 @@ def _conv2d_infer(op):
     _scalar_ranges(op, 2, 4)
     check_dtype_allowed(op, op.attrs["out_type"], QUANTIZED, arg="out_type")
     window = windows.window_of(op.attrs, op.type)
-    batch, h, w, depth = _rank4(op, 0)
-    kh, kw, k_in, k_out = _rank4(op, 1)
-    if depth is not None and k_in is not None and depth != k_in:
-        raise shape_error(op, f"Dimensions must be equal, but are {depth} and {k_in}")
-    out_h, out_w = windowed(op, window, [h, w], [kh, kw])
-    return _with_range(op.attrs["out_type"], TensorShape([batch, out_h, out_w, k_out]))
+    return _conv_output(op, window)
 
 
 def _concat_infer(op):
@@ -309,13 +304,19 @@ def _fused_conv2d_infer(op):
     bias = op.inputs[2].shape
     if bias.ndims is not None and bias.ndims != 1:
         raise shape_error(op, f"Shape must be rank 1 but is rank {bias.ndims}")
+    return _conv_output(op, window)
+
+
+
+def _conv_output(op, window):
+    """An NHWC convolution's output (batch, rows, cols, filters) with its range outputs; the
+    input's depth must be the filter's input depth."""
     batch, h, w, depth = _rank4(op, 0)
     kh, kw, k_in, k_out = _rank4(op, 1)
     if depth is not None and k_in is not None and depth != k_in:
         raise shape_error(op, f"Dimensions must be equal, but are {depth} and {k_in}")
     out_h, out_w = windowed(op, window, [h, w], [kh, kw])
     return _with_range(op.attrs["out_type"], TensorShape([batch, out_h, out_w, k_out]))
-
 
 def _product(dims) -> int:
     out = 1

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from test_quantize_graph import run
 
 import engine as tf
 from engine.compression import calibrate
@@ -36,14 +37,6 @@ def data():
 @pytest.fixture(scope="module")
 def cnn():
     return tf.load_graph_def(SAMPLES / "digits_cnn_frozen.json")
-
-
-def run(graph_def: GraphDef, fetch: str, feeds: dict):
-    g = tf.Graph()
-    with g.as_default():
-        tf.import_graph_def(graph_def, name="")
-        with tf.Session(graph=g) as s:
-            return s.run(fetch, feeds)
 
 
 def ops(graph_def: GraphDef) -> list[str]:
