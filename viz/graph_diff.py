@@ -8,6 +8,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from engine.record.schema import GraphRecord, NodeRecord
+from viz.graph_elements import repainted_leaves
 
 ADDED = "added"            # in B only
 REMOVED = "removed"        # in A only
@@ -122,14 +123,8 @@ def painted(elements: Sequence[dict], members: Mapping[str, Sequence[str]],
             statuses: Mapping[str, str]) -> list[dict]:
     """Copies of the graph page's elements with each leaf coloured by its diff status (the
     originals are the graph page's cached ones and stay as they are)."""
-    out = []
-    for element in elements:
-        ident = element.get("data", {}).get("id")
-        if "leaf" not in element.get("classes", "") or ident not in members:
-            out.append(element)
-            continue
-        status = leaf_status(members[ident], statuses)
-        data = {**element["data"], "color": STATUS_COLORS[status], "text": STATUS_TEXT[status],
-                "diff": status}
-        out.append({**element, "data": data, "classes": f"{element['classes']} diff-{status}"})
-    return out
+    def paint(names: Sequence[str]) -> tuple[dict, str]:
+        status = leaf_status(names, statuses)
+        return ({"color": STATUS_COLORS[status], "text": STATUS_TEXT[status], "diff": status},
+                f" diff-{status}")
+    return repainted_leaves(elements, members, paint)

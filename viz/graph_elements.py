@@ -194,6 +194,23 @@ def leaf_colors(mode: str, leaves: Sequence[ViewNode], graph: GraphRecord,
 # -- partition view ---------------------------------------------------------------------
 
 
+
+def repainted_leaves(elements: Sequence[dict], members: Mapping[str, Sequence[str]],
+                     paint) -> list[dict]:
+    """Copies of drawn elements with each leaf that has members repainted: `paint(members)`
+    gives the data to set and the classes to add (the originals are the Graph page's cached
+    elements and stay as they are)."""
+    out = []
+    for element in elements:
+        ident = element.get("data", {}).get("id")
+        if "leaf" not in element.get("classes", "") or ident not in members:
+            out.append(element)
+            continue
+        data, classes = paint(members[ident])
+        out.append({**element, "data": {**element["data"], **data},
+                    "classes": f"{element['classes']}{classes}"})
+    return out
+
 def task_of(device: str) -> str:
     parsed = parse_device(device)
     return f"/job:{parsed.job or 'localhost'}/task:{parsed.task}"

@@ -15,6 +15,7 @@ from engine.record.schema import (
     QuantizationCostRecord,
     QuantizationNodeRecord,
 )
+from viz.graph_elements import repainted_leaves
 
 ORIGINAL, QUANTIZED = "original", "quantized"
 SIDES = (ORIGINAL, QUANTIZED)
@@ -92,23 +93,16 @@ def painted_by_sqnr(elements: Sequence[dict], members: Mapping[str, Sequence[str
     leaf standing for the flagged node gets the class "flagged"."""
     owner = owners(comparison, side)
     by_original = {record.original: record for record in comparison.nodes}
-    out = []
-    for element in elements:
-        ident = element.get("data", {}).get("id")
-        if "leaf" not in element.get("classes", "") or ident not in members:
-            out.append(element)
-            continue
-        originals = [owner[name] for name in members[ident] if name in owner]
+
+    def paint(names: Sequence[str]) -> tuple[dict, str]:
+        originals = [owner[name] for name in names if name in owner]
         worst = min((by_original[name] for name in originals),
                     key=lambda record: record.sqnr_db, default=None)
         shown = sqnr_bin(None if worst is None else worst.sqnr_db, comparison.threshold_db)
-        data = {**element["data"], "color": shown.color, "text": shown.text,
-                "original": worst.original if worst else ""}
-        classes = element["classes"]
-        if comparison.flagged is not None and comparison.flagged in originals:
-            classes += " flagged"
-        out.append({**element, "data": data, "classes": classes})
-    return out
+        flagged = comparison.flagged is not None and comparison.flagged in originals
+        return ({"color": shown.color, "text": shown.text,
+                 "original": worst.original if worst else ""}, " flagged" if flagged else "")
+    return repainted_leaves(elements, members, paint)
 
 
 def holding_leaves(comparison: QuantizationComparisonRecord, side: str,
