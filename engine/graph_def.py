@@ -138,9 +138,9 @@ def graph_def_from_json(text: str | bytes, source: str = "<string>") -> GraphDef
 
 def graph_def_from_document(text: str | bytes, source: str, open_arrays=None,
                             runtime: bool = False) -> tuple[GraphDef, dict]:
-    """The checked GraphDef of a JSON document and its raw collections; `open_arrays(name)`
-    opens the side .npz a version 2 document names; `runtime`: a plan's partition, which may
-    hold the runtime's _Send/_Recv/_Arg/_Retval nodes (engine/runtime/plan_spec.py)."""
+    """The checked GraphDef of a JSON document and its raw collections; `open_arrays(name,
+    version)` opens the arrays a version 2 or 3 document names; `runtime`: a plan's partition,
+    which may hold the runtime's _Send/_Recv/_Arg/_Retval nodes (engine/runtime/plan_spec.py)."""
     header, fields, collections = graph_json.document_from_json(text, source, open_arrays,
                                                                 runtime)
     nodes = [NodeDef(**f) for f in fields]

@@ -2,12 +2,13 @@
 a JSON document in the schema of engine/graph_json.py, its large constants in a side .npz beside
 it (written with np.savez, read member by member with allow_pickle=False after checking each
 header against the document), and the collections a MetaGraph keeps, so a loaded graph can
-resume training. The compact form (compact=True, or a ".graphz" path) is one zip file (deflate)
-holding the document and every numeric array as a .npy member, by default without creation
-stacks; readers tell the two forms apart by content. Files are replaced atomically; a damaged
-or hostile file raises GraphFileError (engine/graph_schema.py: an InvalidArgumentError and a
-ValueError) naming the file, the node and the field, checked against the file's schema before
-anything is imported.
+resume training. The compact form (compact=True, or a ".graphz" path) is one zip file (LZMA)
+of two members, the document (version 3) and every numeric array back to back in "arrays.bin",
+each tensor naming its span; by default without creation stacks. Readers tell the two forms
+apart by content, and still read version 2 compact files (deflated, one .npy member an
+array). Files are replaced atomically; a damaged or hostile file raises GraphFileError
+(engine/graph_schema.py: an InvalidArgumentError and a ValueError) naming the file, the node
+and the field, checked against the file's schema before anything is imported.
 
 save_graph keeps every collection whose items are all variables, tensors, operations or plain
 strings and numbers: in a TF1 program that is `variables`, `trainable_variables`,
@@ -20,7 +21,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import io
 import logging
 import math
 import os
@@ -35,8 +35,22 @@ import numpy as np
 from engine import errors, graph_json, graph_schema
 from engine.graph import Graph, Operation, Tensor
 from engine.graph_def import GraphDef, graph_def_from_document, import_graph_def
-from engine.graph_json import IN_CONTAINER, ArrayStore, document_to_json
-from engine.graph_schema import decode_utf8, document_field, fail, kind_of, limit_error, short
+from engine.graph_json import (
+    COMPACT_VERSION,
+    IN_CONTAINER,
+    ArrayStore,
+    BlobStore,
+    document_to_json,
+)
+from engine.graph_schema import (
+    INT64_MAX,
+    decode_utf8,
+    document_field,
+    fail,
+    kind_of,
+    limit_error,
+    short,
+)
 from engine.ops.variables import Variable
 
 __all__ = ["load_graph", "load_graph_def", "save_graph"]
@@ -44,11 +58,24 @@ __all__ = ["load_graph", "load_graph_def", "save_graph"]
 logger = logging.getLogger("engine")
 
 COMPACT_SUFFIX = ".graphz"
-# Tensors of at most this many elements stay inline in a compact file's (deflated) document:
-# a .npy member costs about 200 bytes of zip and npy headers even for a scalar, which on the
-# digits graphs' quantization ranges was a quarter of the file.
+# Tensors of at most this many elements stay inline in a compact file's (compressed) document:
+# in version 2 a .npy member cost about 200 bytes of zip and npy headers even for a scalar, and
+# in version 3 the JSON numbers compress about as well as their raw bytes.
 COMPACT_INLINE_VALUES = 16
 DOCUMENT_MEMBER = "graph.json"
+BLOB_MEMBER = "arrays.bin"
+# Chosen by measurement (bench/bench_quantize_costs.py --members): on the digits graphs LZMA
+# stores the int8 kernels 5-8% smaller than deflate -9, which puts the calibrated MLP at 0.265x
+# of its float file instead of 0.272x. Python's zipfile and 7-Zip read it; Info-ZIP unzip 6.0
+# as Debian builds it does not (method 14).
+COMPACT_METHOD = zipfile.ZIP_LZMA
+_READABLE_METHODS = (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_LZMA)
+# Members are read in steps of at most this many bytes: zipfile inflates an LZMA member without
+# an output bound, so one step (at most 4 KiB of compressed input) yields at most about 30 MB
+# (LZMA's best ratio, about 7,000:1, on zeros) however the member's sizes lie.
+_READ_STEP = 4096
+# The numpy kinds an "arrays.bin" span may hold: bool, integers, floats, complex (raw bytes).
+_BLOB_KINDS = "biufc"
 # A zip archive's first bytes: a local file header, or the end record of an empty archive.
 _ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")
 _MEMBER_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]*")
@@ -95,7 +122,7 @@ class SideArrays:
 
     def _read(self, member: str, where: str, header_only: bool):
         try:
-            with self._zip.open(member) as f:
+            with self._open(member) as f:
                 if not header_only:
                     return np.lib.format.read_array(f, allow_pickle=False)
                 version = np.lib.format.read_magic(f)
@@ -108,20 +135,51 @@ class SideArrays:
             raise fail(where, f"cannot read side array {member!r} from {self.path} "
                                f"({type(e).__name__}: {e})") from None
 
+    def _open(self, member: str):
+        return self._zip.open(member)
+
     def close(self) -> None:
         self._zip.close()
 
 
+class _Stepped:
+    """A zip member's reader whose every read decompresses at most _READ_STEP bytes at a time
+    (see _READ_STEP), for numpy's .npy parser and the document."""
+
+    def __init__(self, f):
+        self._f = f
+
+    def read(self, n: int = -1) -> bytes:
+        if n is None or n < 0:
+            raise ValueError("a stepped member reader reads a given number of bytes")
+        parts, left = [], n
+        while left > 0:
+            chunk = self._f.read(min(left, _READ_STEP))
+            if not chunk:
+                break
+            parts.append(chunk)
+            left -= len(chunk)
+        return b"".join(parts)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._f.close()
+
+
 class CompactFile(SideArrays):
-    """A compact graph file open for reading: every member checked (plain name, stored or
-    deflated, unencrypted, given once, at most its cap uncompressed) before any is read, the
-    document read no further than MAX_FILE_BYTES and each array no further than its declared
-    bytes; `check_all_named` then refuses members the document does not name."""
+    """A compact graph file open for reading: every member checked (plain name, stored,
+    deflated or LZMA, unencrypted, given once, at most its cap uncompressed) before any is read,
+    every member read in bounded steps, the document no further than MAX_FILE_BYTES and each
+    array no further than its declared bytes; `check_all_named` then refuses members (and, in
+    version 3, bytes of "arrays.bin") the document does not name."""
 
     def __init__(self, f, path: Path):
         self.path = path
         self.bytes_read = 0
         self._used: set[str] = set()
+        self._blob: BlobArrays | None = None
         try:
             self._zip = zipfile.ZipFile(f)
             infos = self._zip.infolist()
@@ -142,16 +200,18 @@ class CompactFile(SideArrays):
                               "MAX_CONTAINER_MEMBERS")
         if not _MEMBER_NAME.fullmatch(name) or ".." in name:
             raise fail(where, "is not a plain member name (no folders, '..' or absolute paths: "
-                              f"a compact graph file holds {DOCUMENT_MEMBER} and <key>.npy)")
-        if name != DOCUMENT_MEMBER and not name.endswith(".npy"):
-            raise fail(where, f"is neither {DOCUMENT_MEMBER} nor a <key>.npy array")
+                              f"a compact graph file holds {DOCUMENT_MEMBER}, {BLOB_MEMBER} or "
+                              "<key>.npy)")
+        if name not in (DOCUMENT_MEMBER, BLOB_MEMBER) and not name.endswith(".npy"):
+            raise fail(where, f"is neither {DOCUMENT_MEMBER}, {BLOB_MEMBER} nor a <key>.npy "
+                              "array")
         if name in self._infos:
             raise fail(where, "is given twice")
         if info.flag_bits & 0x1:
             raise fail(where, "is encrypted")
-        if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
-            raise fail(where, f"uses compression method {info.compress_type} (stored or "
-                              "deflated only)")
+        if info.compress_type not in _READABLE_METHODS:
+            raise fail(where, f"uses compression method {info.compress_type} (stored, deflated "
+                              "or LZMA only)")
         total = sum(i.file_size for i in self._infos.values()) + info.file_size
         if total > _archive_cap():
             raise _archive_limit(self.path, f"its members are {total:,} bytes uncompressed")
@@ -167,13 +227,29 @@ class CompactFile(SideArrays):
         if info.file_size > limit:
             raise limit_error(where, f"it is {info.file_size:,} bytes", "MAX_FILE_BYTES")
         try:
-            with self._zip.open(info) as f:
+            with self._open(info) as f:
                 data = f.read(limit + 1)
         except Exception as e:  # noqa: BLE001
             raise fail(where, f"cannot be read ({type(e).__name__}: {e})") from None
         if len(data) > limit:
             raise limit_error(where, f"it is over {limit:,} bytes", "MAX_FILE_BYTES")
         return decode_utf8(data, str(self.path))
+
+    def _open(self, member):
+        return _Stepped(self._zip.open(member))
+
+    def arrays_for(self, version: int):
+        """The reader of the document's arrays: version 3 spans of arrays.bin, else the .npy
+        members."""
+        if version < COMPACT_VERSION:
+            return self
+        if self._blob is None:
+            self._blob = BlobArrays(self)
+        return self._blob
+
+    def blob_stream(self):
+        """arrays.bin, opened raw: BlobArrays reads it in steps of at most _READ_STEP."""
+        return self._zip.open(self._infos[BLOB_MEMBER])
 
     def _check_member(self, member: str, dtype: np.dtype, shape: list, where: str) -> None:
         cap = math.prod(shape) * dtype.itemsize + graph_schema.MAX_NPY_HEADER_BYTES
@@ -185,10 +261,100 @@ class CompactFile(SideArrays):
         self._used.add(member)
 
     def check_all_named(self, source: str) -> None:
+        if self._blob is not None:
+            self._blob.check_tiled(source)
+            self._used.add(BLOB_MEMBER)
         extra = sorted(self._names - self._used - {DOCUMENT_MEMBER})
         if extra:
             raise fail(document_field(source, "arrays"), f"member {short(extra[0])} of "
                        f"{self.path.name} is not named by any tensor of the document")
+
+
+class BlobArrays:
+    """The arrays of a version 3 compact file: each tensor's "array" is [offset, byte length]
+    of member arrays.bin, little-endian, its length that of the declared dtype and shape. The
+    member is read forward in bounded steps, never past the furthest span asked for, so a
+    member larger than its spans (a decompression bomb) is refused by `check_tiled` (its spans
+    must tile it: no overlaps, no bytes no tensor names) before it is read past them."""
+
+    def __init__(self, container: CompactFile):
+        self.container = container
+        self.path = container.path
+        self.info = container._infos.get(BLOB_MEMBER)
+        self._stream = None
+        self._data = bytearray()
+        self._spans: list[tuple[int, int, str]] = []
+
+    def __call__(self, key, dtype: np.dtype, shape: list, where: str) -> np.ndarray:
+        offset, length = self._span(key, where)
+        if dtype.kind not in _BLOB_KINDS:
+            raise fail(where, f"dtype {dtype} cannot be read from raw bytes (bool, integer, "
+                              "float and complex only)")
+        need = math.prod(shape) * dtype.itemsize
+        if length != need:
+            raise fail(where, f"span [{offset}, {length}] is {length:,} bytes, but {dtype} "
+                              f"{shape} takes {need:,}")
+        if self.info is None:
+            raise fail(where, f"names a span of member {BLOB_MEMBER!r}, which "
+                              f"{self.path.name} does not hold")
+        end = offset + length
+        if end > self.info.file_size:
+            raise fail(where, f"span [{offset}, {length}] ends at byte {end:,}, past the end "
+                              f"of member {BLOB_MEMBER!r} ({self.info.file_size:,} bytes)")
+        self._spans.append((offset, end, where))
+        self._read_to(end, where)
+        raw = bytes(memoryview(self._data)[offset:end])
+        return np.frombuffer(raw, dtype=dtype.newbyteorder("<")).astype(dtype).reshape(shape)
+
+    def _span(self, key, where: str) -> tuple[int, int]:
+        if not (isinstance(key, list) and len(key) == 2 and all(
+                type(v) is int and 0 <= v <= INT64_MAX for v in key)):
+            raise fail(where, f"a version 3 compact file names each array as [offset, byte "
+                              f"length] in member {BLOB_MEMBER!r}, got {short(key)}")
+        return key[0], key[1]
+
+    def _read_to(self, end: int, where: str) -> None:
+        """Reads arrays.bin up to byte `end`, at most _READ_STEP bytes a step."""
+        try:
+            if self._stream is None:
+                self._stream = self.container.blob_stream()
+            while len(self._data) < end:
+                chunk = self._stream.read(min(_READ_STEP, end - len(self._data)))
+                if not chunk:
+                    raise fail(where, f"member {BLOB_MEMBER!r} of {self.path.name} ends at "
+                                      f"byte {len(self._data):,}, before this span's end "
+                                      f"(byte {end:,}): the file is truncated")
+                self._data += chunk
+            if end == self.info.file_size and self._stream.read(1):
+                raise fail(where, f"member {BLOB_MEMBER!r} of {self.path.name} holds more "
+                                  f"than the {end:,} bytes its header says")
+        except errors.InvalidArgumentError:
+            raise
+        # As in SideArrays._read: a damaged member fails in library-specific ways (EOFError,
+        # zlib.error, lzma.LZMAError, BadZipFile for a CRC mismatch, ...).
+        except Exception as e:  # noqa: BLE001
+            raise fail(where, f"cannot read member {BLOB_MEMBER!r} of {self.path} "
+                              f"({type(e).__name__}: {e})") from None
+
+    def check_tiled(self, source: str) -> None:
+        """The spans, in offset order, cover arrays.bin exactly once."""
+        prefix = f"{source}: "
+        covered, before = 0, None
+        for offset, end, where in sorted(self._spans):
+            if offset < covered:
+                other = before[len(prefix):] if before.startswith(prefix) else before
+                raise fail(where, f"span [{offset}, {end - offset}] overlaps bytes "
+                                  f"{offset:,}-{covered:,} of {BLOB_MEMBER!r}, named by "
+                                  f"{other}")
+            if offset > covered:
+                self._unnamed(source, covered, offset)
+            covered, before = end, where
+        if self.info is not None and covered < self.info.file_size:
+            self._unnamed(source, covered, self.info.file_size)
+
+    def _unnamed(self, source: str, start: int, end: int) -> None:
+        raise fail(document_field(source, "arrays"), f"bytes {start:,} to {end:,} of member "
+                   f"{BLOB_MEMBER!r} of {self.path.name} are not named by any tensor")
 
 
 def _archive_cap() -> int:
@@ -201,20 +367,18 @@ def _archive_limit(path: Path, what: str) -> errors.InvalidArgumentError:
                            "them to load this file)")
 
 
-def _write_compact(f, text: str, arrays: dict[str, np.ndarray]) -> None:
+def _write_compact(f, text: str, arrays: BlobStore) -> None:
     with zipfile.ZipFile(f, "w") as archive:
         _write_member(archive, DOCUMENT_MEMBER, text.encode("utf-8"))
-        for key, value in arrays.items():
-            buffer = io.BytesIO()
-            np.lib.format.write_array(buffer, value, allow_pickle=False)
-            _write_member(archive, f"{key}.npy", buffer.getvalue())
+        if arrays.arrays:
+            _write_member(archive, BLOB_MEMBER, arrays.blob())
 
 
 def _write_member(archive: zipfile.ZipFile, name: str, data: bytes) -> None:
     info = zipfile.ZipInfo(name, date_time=_MEMBER_DATE)
-    info.compress_type = zipfile.ZIP_DEFLATED
+    info.compress_type = COMPACT_METHOD
     info.external_attr = 0o644 << 16
-    archive.writestr(info, data, compresslevel=9)
+    archive.writestr(info, data)
 
 
 def _write_atomically(path: Path, write) -> None:
@@ -352,10 +516,10 @@ def save_graph(graph, path, strip_prefix: str = "", compact: bool | None = None,
     type, inputs, control inputs, requested device, attrs, output dtypes and shapes and
     creation stack, and a Graph's collections. As JSON (the default) constants of more than
     1024 elements go to `<path>.npz` beside it; `compact=True` (the default for a ".graphz"
-    path) writes one deflated zip holding the document and every numeric constant as a .npy
-    member. `stacks`: keep creation stacks (default: in JSON yes, in the compact form no, as
-    in TF's GraphDef, since they cost as much as a small model's weights). Files are replaced
-    atomically."""
+    path) writes one LZMA zip of two members: the document and every numeric constant of more
+    than 16 elements back to back in "arrays.bin". `stacks`: keep creation stacks (default:
+    in JSON yes, in the compact form no, as in TF's GraphDef, since they cost as much as a
+    small model's weights). Files are replaced atomically."""
     path = Path(path)
     compact = is_compact_path(path) if compact is None else bool(compact)
     stacks = not compact if stacks is None else bool(stacks)
@@ -364,17 +528,19 @@ def save_graph(graph, path, strip_prefix: str = "", compact: bool | None = None,
     if not stacks:
         graph_def = without_stacks(graph_def)
     collections = {} if is_graph_def else encode_collections(graph)
-    arrays = ArrayStore(COMPACT_INLINE_VALUES if compact else graph_json.MAX_INLINE_VALUES)
+    arrays = BlobStore(COMPACT_INLINE_VALUES) if compact else \
+        ArrayStore(graph_json.MAX_INLINE_VALUES)
     side = side_file_for(path)
     text = document_to_json(graph_def, strip_prefix, arrays, collections,
-                            IN_CONTAINER if compact else side.name)
+                            IN_CONTAINER if compact else side.name,
+                            COMPACT_VERSION if compact else graph_json.JSON_VERSION)
     if arrays.arrays and not compact:
         _write_atomically(side, lambda f: np.savez(f, **arrays.arrays))
     else:
         with contextlib.suppress(FileNotFoundError):
             side.unlink()
     if compact:
-        _write_atomically(path, lambda f: _write_compact(f, text, arrays.arrays))
+        _write_atomically(path, lambda f: _write_compact(f, text, arrays))
     else:
         _write_atomically(path, lambda f: f.write(text.encode("utf-8")))
 
@@ -435,7 +601,7 @@ def _read_document(path: Path):
         text = _read_text(f, path)
     opened: list[SideArrays] = []
 
-    def open_arrays(name: str) -> SideArrays:
+    def open_arrays(name: str, version: int) -> SideArrays:
         if name == IN_CONTAINER:
             raise fail(document_field(str(path), "arrays"), f"{name!r} names the members of a "
                        "compact graph file, but this is a plain JSON file")
@@ -456,12 +622,12 @@ def _read_compact(f, path: Path):
     try:
         text = container.document()
 
-        def open_arrays(name: str) -> SideArrays:
+        def open_arrays(name: str, version: int):
             if name != IN_CONTAINER:
                 raise fail(document_field(str(path), "arrays"), f"names side file "
                            f"{short(name)}; a compact graph file keeps its arrays inside it "
                            f"(\"arrays\": {IN_CONTAINER!r})")
-            return container
+            return container.arrays_for(version)
         result = graph_def_from_document(text, str(path), open_arrays)
         container.check_all_named(str(path))
         return result

@@ -29,14 +29,18 @@ from engine.graph_schema import (
 from engine.shapes import TensorShape
 
 JSON_FORMAT = "engine.graphdef"
+# Version 2: the JSON + side .npz form (still written, so older builds read it); version 3:
+# the compact file's document, whose arrays are spans of one binary member (engine/graph_io.py).
 JSON_VERSION = 2
-READABLE_VERSIONS = (1, 2)
+COMPACT_VERSION = 3
+READABLE_VERSIONS = (1, 2, 3)
 # Tensors above this many elements go to the side .npz when saving a file (and are elided,
 # as "values": null, from the JSON forms that have no side file, such as the run store's).
 MAX_INLINE_VALUES = 1 << 10
 MAX_ELIDED_INLINE_VALUES = 1 << 16
 # The "arrays" field of a document inside a compact graph file (engine/graph_io.py): its arrays
-# are the .npy members of the same archive, not a side file.
+# are in the same archive (version 2: .npy members; version 3: spans of one member), not a side
+# file.
 IN_CONTAINER = "."
 _NON_FINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
 _NODE_NAME = re.compile(r"[A-Za-z0-9.][A-Za-z0-9_.\-/>]*")
@@ -67,6 +71,29 @@ class ArrayStore:
         # Not np.ascontiguousarray, which makes a 0-d array 1-d.
         self.arrays[key] = np.asarray(value, order="C")
         return key
+
+
+class BlobStore(ArrayStore):
+    """Collects every numeric array above `inline_limit` elements back to back in one byte
+    string (each little-endian, C order, unpadded: the reader copies each span out, so nothing
+    gains from alignment); a tensor names its span as [offset, byte length]."""
+
+    def __init__(self, inline_limit: int):
+        super().__init__(inline_limit)
+        self._chunks: list[bytes] = []
+        self._size = 0
+
+    def add(self, value: np.ndarray) -> list[int]:
+        value = np.asarray(value, order="C")
+        data = value.astype(value.dtype.newbyteorder("<"), copy=False).tobytes()
+        span = [self._size, len(data)]
+        self.arrays[f"t{len(self.arrays)}"] = value
+        self._chunks.append(data)
+        self._size += len(data)
+        return span
+
+    def blob(self) -> bytes:
+        return b"".join(self._chunks)
 
 
 def encode_attr(value, arrays: ArrayStore | None, where: str):
@@ -316,19 +343,28 @@ def _decode_strings(body, shape, size, where: str) -> np.ndarray:
 
 # -- nodes ----------------------------------------------------------------------------------
 
-def encode_node(n, arrays: ArrayStore | None = None, strip_prefix: str = "") -> dict:
-    """One NodeDef as a JSON object (schema above)."""
+# Node fields a reader defaults when absent (decode_node): a version 3 document leaves them out
+# when empty, which changes no GraphDef read back.
+_DEFAULTED_FIELDS = ("input", "device", "attr", "output_dtypes", "output_shapes", "stack")
+
+
+def encode_node(n, arrays: ArrayStore | None = None, strip_prefix: str = "",
+                trim: bool = False) -> dict:
+    """One NodeDef as a JSON object (schema above); `trim` leaves out empty defaulted fields."""
     where = f"node '{n.name}'"
     stack = list(n.meta.get("stack", ()))
     if strip_prefix:
         stack = [s[len(strip_prefix):] if s.startswith(strip_prefix) else s for s in stack]
-    return {"name": n.name, "op": n.op, "input": list(n.input), "device": n.device,
+    node = {"name": n.name, "op": n.op, "input": list(n.input), "device": n.device,
             "attr": {k: encode_attr(v, arrays, f"{where} attr '{k}'")
                      for k, v in n.attr.items()},
             "output_dtypes": [d.name for d in n.output_dtypes],
             "output_shapes": [None if s.dims is None else list(s.dims)
                               for s in n.output_shapes],
             "stack": stack}
+    if trim:
+        return {k: v for k, v in node.items() if k not in _DEFAULTED_FIELDS or v}
+    return node
 
 
 def decode_node(raw, index: int, source: str, arrays, runtime: bool = False) -> dict:
@@ -449,13 +485,16 @@ def _check_colocation(groups, where: str) -> None:
 # -- documents --------------------------------------------------------------------------------
 
 def document_to_json(graph_def, strip_prefix: str = "", arrays: ArrayStore | None = None,
-                     collections: dict | None = None, side_file: str | None = None) -> str:
+                     collections: dict | None = None, side_file: str | None = None,
+                     version: int = JSON_VERSION) -> str:
     """One node a line (diff-friendly); `strip_prefix` is removed from creation sites, so
     files written from a checkout do not carry the machine's absolute paths. `side_file` is
-    recorded only if some tensor went to `arrays`."""
-    lines = [json.dumps(encode_node(n, arrays, strip_prefix), separators=(",", ":"),
+    recorded only if some tensor went to `arrays`. `version` COMPACT_VERSION: a compact file's
+    document (empty defaulted node fields left out)."""
+    trim = version >= COMPACT_VERSION
+    lines = [json.dumps(encode_node(n, arrays, strip_prefix, trim), separators=(",", ":"),
                         allow_nan=False) for n in graph_def.node]
-    head = {"format": JSON_FORMAT, "version": JSON_VERSION, "graph_version": graph_def.version,
+    head = {"format": JSON_FORMAT, "version": version, "graph_version": graph_def.version,
             "arrays": side_file if arrays is not None and arrays.arrays else None}
     tail = json.dumps(collections or {}, separators=(",", ":"), allow_nan=False)
     return (json.dumps(head)[:-1] + ', "node": [\n' + ",\n".join(lines) +
@@ -465,8 +504,8 @@ def document_to_json(graph_def, strip_prefix: str = "", arrays: ArrayStore | Non
 def document_from_json(text: str | bytes, source: str, open_arrays=None,
                        runtime: bool = False) -> tuple[dict, list, dict]:
     """(header, node field dicts, raw collections), every field checked; `text` may also be the
-    file's bytes. `open_arrays(name)` gives the side file's reader for documents that name
-    one; `runtime`: a partition's document (decode_node)."""
+    file's bytes. `open_arrays(name, version)` gives the side file's reader for documents
+    that name one; `runtime`: a partition's document (decode_node)."""
     if isinstance(text, (bytes, bytearray, memoryview)):
         text = graph_schema.decode_utf8(text, source)
     if len(text) > graph_schema.MAX_FILE_BYTES:
@@ -510,14 +549,15 @@ def _decode_document(doc: dict, source: str, open_arrays,
     nodes = doc.get("node", [])
     if not isinstance(nodes, list):
         raise fail(document_field(source, "node"), f"must be a list, got {kind_of(nodes)}")
-    arrays = _side_arrays(doc.get("arrays"), source, open_arrays) if version >= 2 else None
+    arrays = _side_arrays(doc.get("arrays"), source, open_arrays, version) \
+        if version >= 2 else None
     collections = doc.get("collections", {}) if version >= 2 else {}
     graph_schema.check_collections(collections, source)
     fields = [decode_node(raw, i, source, arrays, runtime) for i, raw in enumerate(nodes)]
     return {"version": version, "graph_version": graph_version}, fields, collections
 
 
-def _side_arrays(name, source: str, open_arrays):
+def _side_arrays(name, source: str, open_arrays, version: int):
     if name is None:
         return None
     if name != IN_CONTAINER and (not isinstance(name, str) or not _SIDE_FILE.fullmatch(name)):
@@ -526,4 +566,4 @@ def _side_arrays(name, source: str, open_arrays):
     if open_arrays is None:
         raise fail(document_field(source, "arrays"), f"names side file {name!r}; load the "
                    "document from its file (engine.load_graph) so the side file is found")
-    return open_arrays(name)
+    return open_arrays(name, version)

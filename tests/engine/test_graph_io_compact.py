@@ -1,7 +1,8 @@
-"""The compact graph file (save_graph(..., compact=True) or a .graphz path): one deflated zip
-of the document and .npy members, read by content whatever its name, round-tripping a training
-graph; hostile archives (truncated, zip bombs, path members, extra members, wrong dtype or
-shape) raise GraphFileError naming the file, node and field."""
+"""The compact graph file (save_graph(..., compact=True) or a .graphz path), read by content
+whatever its name, round-tripping a training graph; and the version 2 compact file (a deflated
+zip of the document and .npy members, tests/engine/graphz_v2.py), still read: hostile archives
+(truncated, zip bombs, path members, extra members, wrong dtype or shape) raise GraphFileError
+naming the file, node and field. Version 3's own member: test_graph_io_blob.py."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from graphz_v2 import assert_same_graph_def, save_v2
 
 import engine as tf
 from engine import graph_io, graph_schema
@@ -57,7 +59,8 @@ def test_graphz_path_is_one_compact_file_that_round_trips_and_trains(tmp_path):
     assert path.read_bytes()[:4] == b"PK\x03\x04" and list(tmp_path.iterdir()) == [path]
     members = _members(path)
     doc = json.loads(members["graph.json"])
-    assert doc["arrays"] == "." and set(members) == {"graph.json", "t0.npy"}
+    assert doc["arrays"] == "." and set(members) == {"graph.json", "arrays.bin"}
+    assert doc["version"] == 3 and len(members["arrays.bin"]) == 3000 * 4
     # Stacks are left out by default in the compact form; stacks=True keeps them.
     assert not any(n.get("stack") for n in doc["node"])
     loaded = tf.load_graph(path)
@@ -92,6 +95,16 @@ def test_compact_is_chosen_by_option_and_read_by_content(tmp_path):
     assert path.read_bytes() == first
 
 
+def test_a_version_2_compact_file_loads_the_same_trainable_graph(tmp_path):
+    g = _graph()
+    save_v2(g, tmp_path / "old.graphz")
+    assert set(_members(tmp_path / "old.graphz")) == {"graph.json", "t0.npy"}
+    tf.save_graph(g, tmp_path / "new.graphz")
+    old, new = (tf.load_graph(tmp_path / n) for n in ("old.graphz", "new.graphz"))
+    assert_same_graph_def(old.as_graph_def(), new.as_graph_def())
+    assert len(old.get_collection("variables")) == 1
+
+
 def test_compact_digits_file_is_smaller_and_loads_the_same_graph(tmp_path):
     graph_def = tf.load_graph_def(MLP)
     tf.save_graph(graph_def, tmp_path / "m.graphz")
@@ -106,8 +119,9 @@ def test_compact_digits_file_is_smaller_and_loads_the_same_graph(tmp_path):
 
 @pytest.fixture
 def saved(tmp_path):
+    """A version 2 compact file and its members."""
     path = tmp_path / "g.graphz"
-    tf.save_graph(_graph(), path)
+    save_v2(_graph(), path)
     return path, _members(path)
 
 
@@ -181,6 +195,8 @@ def test_missing_document_stored_side_file_names_and_methods(saved, tmp_path):
     _write(path, {**members, "graph.json": json.dumps(doc).encode()})
     assert "keeps its arrays inside it" in _error(path)
     _write(path, members, method=zipfile.ZIP_STORED)
+    assert tf.load_graph_def(path).by_name("big").op == "Const"
+    _write(path, members, method=zipfile.ZIP_LZMA)
     assert tf.load_graph_def(path).by_name("big").op == "Const"
     _write(path, members, method=zipfile.ZIP_BZIP2)
     assert "compression method" in _error(path)

@@ -144,10 +144,10 @@ def test_a_lone_surrogate_is_not_utf8():
     (lambda d: d.update(nodes=[]),
      "g.json: field 'nodes': unknown field (a graph document has format, version, "
      "graph_version, arrays, node, collections)"),
-    (lambda d: d.update(version=3),
-     "g.json: field 'version': unsupported version 3 (this build reads 1, 2)"),
+    (lambda d: d.update(version=4),
+     "g.json: field 'version': unsupported version 4 (this build reads 1, 2, 3)"),
     (lambda d: d.update(version=True),
-     "g.json: field 'version': unsupported version True (this build reads 1, 2)"),
+     "g.json: field 'version': unsupported version True (this build reads 1, 2, 3)"),
     (lambda d: d.update(graph_version="7"),
      "g.json: field 'graph_version': must be an integer, got str"),
     (lambda d: d.update(graph_version=1 << 64),
