@@ -3,19 +3,26 @@ file bytes and median Session.run time at batch 1 and 256 (one torch thread) for
 weights-only, eightbit with run-time ranges and eightbit calibrated on 10 and 1000 samples,
 with the ratios to float (engine.compression.report.cost_table); then each variant's file
 bytes and ratio to float in both file forms (JSON + side .npz, and the compact .graphz), and
-with --members where the compact file's bytes go, member by member.
+with --members where the compact file's bytes go, member by member; with --pruning the digits
+MLP's kernels magnitude-pruned (no retraining) at several sparsities, dense against CSR
+(engine.compression.pruning.sparse_file_bytes) in both forms. Both graphs of a ratio are always
+saved in the same form (the compact one: version 3, graph.json and arrays.bin, LZMA).
 
 Usage: python bench/bench_quantize_costs.py [--repeats 20] [--models mlp cnn] [--sizes-only]
-       [--members]"""
+       [--members] [--pruning]"""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import tempfile
 import zipfile
 from pathlib import Path
 
+import numpy as np
+
+from engine.compression import pruning
 from engine.compression.evaluate import file_bytes
 from engine.compression.report import Timing, cost_rows, cost_variants
 from engine.graph_io import load_graph_def, save_graph
@@ -45,10 +52,35 @@ def members(model: str, variant: str, graph_def) -> None:
         with zipfile.ZipFile(path) as archive:
             infos = sorted(archive.infolist(), key=lambda i: -i.compress_size)
     stored = sum(i.compress_size for i in infos)
+    methods = sorted({i.compress_type for i in infos})
     print(f"{model} {variant}: {size:,} bytes; member data {stored:,}, zip headers "
-          f"{size - stored:,} ({len(infos)} members)")
+          f"{size - stored:,} ({len(infos)} members, zip method {methods})")
     for info in infos[:8]:
         print(f"    {info.filename:12s} {info.file_size:7,} -> {info.compress_size:7,}")
+
+
+def pruned_sizes(graph_def, sparsities=(0.5, 0.8, 0.9, 0.95)) -> None:
+    """The 2-D kernels magnitude-pruned, then dense and CSR files in each form."""
+    kernels = [n.name for n in graph_def.node
+               if n.op == "Const" and np.asarray(n.attr["value"]).ndim == 2]
+    dense = {form: file_bytes(graph_def, strip_stacks=kw["strip_stacks"], compact=kw["compact"])
+             for form, kw in FORMS.items()}
+    print("| sparsity | JSON dense | JSON CSR | compact dense (vs unpruned) | compact CSR |")
+    print("|---|---|---|---|---|")
+    for sparsity in sparsities:
+        nodes = []
+        for n in graph_def.node:
+            if n.name in kernels:
+                value = np.asarray(n.attr["value"])
+                value = value * pruning.magnitude_mask(value, sparsity)
+                n = dataclasses.replace(n, attr={**n.attr, "value": value.astype(np.float32)})
+            nodes.append(n)
+        pruned = dataclasses.replace(graph_def, node=nodes)
+        sizes = {form: pruning.sparse_file_bytes(pruned, kernels, compact=form == "compact")
+                 for form in FORMS}
+        j, c = sizes["json"], sizes["compact"]
+        print(f"| {sparsity:.0%} | {j.dense_bytes:,} | {j.sparse_bytes:,} | {c.dense_bytes:,} "
+              f"({c.dense_bytes / dense['compact']:.3f}x) | {c.sparse_bytes:,} |")
 
 
 def main() -> None:
@@ -57,6 +89,8 @@ def main() -> None:
     parser.add_argument("--models", nargs="+", default=["mlp", "cnn"], choices=("mlp", "cnn"))
     parser.add_argument("--sizes-only", action="store_true", help="skip accuracy and timing")
     parser.add_argument("--members", action="store_true", help="the compact files' members")
+    parser.add_argument("--pruning", action="store_true",
+                        help="dense against CSR files of the magnitude-pruned digits MLP")
     args = parser.parse_args()
     sys.path.insert(0, str(SAMPLES))
     import digits
@@ -82,6 +116,9 @@ def main() -> None:
     print("|---|---|---|---|")
     for cells in sizes:
         print("| " + " | ".join(cells) + " |")
+    if args.pruning:
+        print()
+        pruned_sizes(load_graph_def(SAMPLES / "digits_mlp_frozen.json"))
 
 
 if __name__ == "__main__":

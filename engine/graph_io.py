@@ -569,6 +569,15 @@ def file_format(path) -> str:
     return "compact" if _is_zip(Path(path)) else "json"
 
 
+def form_description(form: str) -> dict:
+    """What a file form is, for reports that give file bytes: "json" or "compact"."""
+    if form == "compact":
+        return {"document_version": COMPACT_VERSION, "container": f"zip of {DOCUMENT_MEMBER} "
+                f"and {BLOB_MEMBER}", "compression": "lzma"}
+    return {"document_version": graph_json.JSON_VERSION, "container": "JSON text and its "
+            "side .npz (np.savez, uncompressed)", "compression": "none"}
+
+
 def _is_zip(path: Path) -> bool:
     with open(path, "rb") as f:
         return f.read(4) in _ZIP_MAGIC

@@ -9,10 +9,11 @@ twice, no string holding a lone surrogate. Its fields, all checked before anythi
 (a field not listed is an error):
 
     format         "engine.graphdef"
-    version        1 or 2 (2 is written; 1 lacks arrays and collections)
+    version        1, 2 or 3 (2 is written as JSON, 3 in a compact file; 1 lacks arrays and
+                   collections)
     graph_version  int64, default 0
     arrays         null or the plain name of the side .npz beside the file ("g.json.npz"),
-                   or "." in a compact file (below): its own .npy members
+                   or "." in a compact file (below): its own members
     node           list of <node>, in any order; the graph they form has no cycle
     collections    {"<key>": [<item>, ...]}, default {}
 
@@ -32,6 +33,7 @@ twice, no string holding a lone surrogate. Its fields, all checked before anythi
     output_dtypes  list of dtype names, default []: one per output of the op, if given
     output_shapes  list of <shape>, default []: one per output of the op, if given
     stack          list of strings, default []: creation sites, outermost first
+    (A version 3 document leaves out the defaulted fields that are empty.)
 
     <attr>  = true | <int> | <float> | "text" | null | [<attr>, ...] (one level)
             | {"float": "NaN" | "Infinity" | "-Infinity"} | {"dtype": "<dtype name>", not a
@@ -40,26 +42,33 @@ twice, no string holding a lone surrogate. Its fields, all checked before anythi
     <shape> = null (unknown rank) | [<dim>, ...] of at most MAX_RANK (254, TF's limit) dims,
               a dim >= 0, or -1 or null when unknown
     <tensor> = {"dtype": "<dtype name>", "shape": [<count>, ...] (at most 64 dims, numpy's limit),
-                "values": [...] | null | "array": "<key of the side .npz>"}
+                "values": [...] | null | "array": "<key of the side .npz>" | [<offset>,
+                <byte length>] (version 3: a span of the compact file's "arrays.bin")}
               at most MAX_TENSOR_ELEMENTS elements and MAX_TENSOR_BYTES bytes, and a file's side
               arrays at most MAX_SIDE_FILE_BYTES together. "values": flat, C order; numbers for
               float dtypes ("NaN", "Infinity", "-Infinity" too), complex as re, im pairs,
               integers fitting the dtype for integer dtypes, true/false for bool, text or
               {"base64": "..."} for string; null marks a tensor too large to inline (not
               loadable). "array": the side array of that key, its npy header (dtype, shape)
-              equal to the declared one, read with allow_pickle=False.
+              equal to the declared one, read with allow_pickle=False; or (version 3) the
+              span's bytes, little-endian, exactly the declared dtype's itemsize times the
+              shape's elements, a bool, integer, float or complex dtype.
     <item>  = {"variable": {"name", "initializer", "snapshot", "initial_value": <names>,
                             "trainable": bool}}
             | {"tensor": "node:k"} | {"operation": "node"} | {"value": <JSON scalar>}
 
 A compact graph file (engine.save_graph(..., compact=True), or a ".graphz" path) is a zip
-archive (deflate) of the document as member "graph.json" and each numeric array as a member
-"<key>.npy"; it is recognised by its content (b"PK\\x03\\x04"), whatever its name. Every member
-is a plain name ([A-Za-z0-9_][A-Za-z0-9_.-]*, no "/" or ".."), stored or deflated, unencrypted,
-given once, named by the document (the .npy ones) and at most its cap uncompressed: the
-document MAX_FILE_BYTES, an array its declared bytes plus MAX_NPY_HEADER_BYTES; at most
+archive; it is recognised by its content (b"PK\\x03\\x04"), whatever its name. Version 3 (written,
+LZMA) holds the document as member "graph.json" and, if any tensor has a span, every array
+back to back as member "arrays.bin": the spans tile it (no overlap, no byte that no tensor
+names). Version 2 (deflate, still read) holds each numeric array as a member "<key>.npy".
+Every member is a plain name ([A-Za-z0-9_][A-Za-z0-9_.-]*, no "/" or ".."), stored, deflated or
+LZMA, unencrypted, given once, named by the document and at most its cap uncompressed: the
+document MAX_FILE_BYTES, a .npy array its declared bytes plus MAX_NPY_HEADER_BYTES; at most
 MAX_CONTAINER_MEMBERS members, and the file and its members' sizes together at most
-MAX_FILE_BYTES + MAX_SIDE_FILE_BYTES. Each member is read no further than its cap.
+MAX_FILE_BYTES + MAX_SIDE_FILE_BYTES. Members are decompressed 4 KiB at a time (an LZMA step
+then gives at most about 30 MB), each no further than its cap, and "arrays.bin" no further than
+the spans asked for so far.
 
 The limits are module attributes read at each load: set, for example,
 `engine.graph_schema.MAX_TENSOR_BYTES = 4 << 30` to load a file with larger constants.

@@ -82,13 +82,16 @@ def same_form_bytes(graph: Path, graph_def: GraphDef, form: str) -> int:
 
 
 def bytes_by_format(original: GraphDef, quantized: GraphDef) -> dict:
-    """Both graphs saved in each form (save_graph's defaults for it), with their ratio."""
+    """Both graphs saved in each form (save_graph's defaults for it), with their ratio and
+    what the form is (document version, compression)."""
+    from engine.graph_io import form_description
     out = {}
     for form in ("json", "compact"):
         compact = form == "compact"
         f, q = (file_bytes(g, strip_stacks=compact, compact=compact)
                 for g in (original, quantized))
-        out[form] = {"float_bytes": f, "quantized_bytes": q, "size_ratio": q / f}
+        out[form] = {"float_bytes": f, "quantized_bytes": q, "size_ratio": q / f,
+                     **form_description(form)}
     return out
 
 
@@ -97,7 +100,7 @@ def run_quantize(graph: Path, mode: str, out: Path, calibration: int | None = No
                  bar=None) -> dict:
     """Does the whole job; returns the report (also written to `report` if given). `say`
     prints a stage line, `bar(label)` returns a progress(done, total) callback."""
-    from engine.graph_io import file_format, load_graph_def, save_graph
+    from engine.graph_io import file_format, form_description, load_graph_def, save_graph
 
     if mode not in MODES:
         raise errors.InvalidArgumentError(None, None, f"mode {mode!r} is not one of "
@@ -142,6 +145,9 @@ def run_quantize(graph: Path, mode: str, out: Path, calibration: int | None = No
         "float_accuracy": scores["float"], "quantized_accuracy": scores["quantized"],
         "float_bytes": float_bytes, "quantized_bytes": quantized_bytes,
         "size_ratio": quantized_bytes / float_bytes, "file_format": form,
+        "file_form": {**form_description(form), "compared": "float and quantized graphs "
+                      "saved in the same form, so the ratio is the quantization's, not the "
+                      "container's"},
         "bytes_by_format": bytes_by_format(original, result.graph_def),
         "float_constant_bytes": constant_bytes(original),
         "quantized_constant_bytes": constant_bytes(result.graph_def),

@@ -147,6 +147,22 @@ def test_a_graph_without_large_constants_has_no_blob(tmp_path):
     assert [n.name for n in tf.load_graph_def(tmp_path / "a.graphz").node] == ["a", "b", "add"]
 
 
+@pytest.mark.parametrize("model", ["mlp", "cnn"])
+def test_calibrated_eightbit_files_are_at_most_0_27_of_the_float_file(model):
+    """Issue 9's goal, both graphs in the compact form (what bench_quantize_costs measures)."""
+    from engine.compression.calibration import calibrate
+    from engine.compression.evaluate import file_bytes
+    from engine.compression.job import load_dataset
+    from engine.passes.quantize_graph import quantize_graph
+    float_graph = tf.load_graph_def(SAMPLES / f"digits_{model}_frozen.json")
+    images = load_dataset("digits").train_images[:10]
+    ranges = calibrate(float_graph, {"images": images})
+    quantized = quantize_graph(float_graph, "eightbit", calibration=ranges,
+                               output_names=["probabilities"]).graph_def
+    sizes = [file_bytes(g, strip_stacks=True, compact=True) for g in (float_graph, quantized)]
+    assert sizes[1] <= 0.27 * sizes[0]
+
+
 # -- hostile spans ---------------------------------------------------------------------------
 
 @pytest.mark.parametrize("span, said", [

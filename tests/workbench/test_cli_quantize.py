@@ -87,5 +87,10 @@ def test_a_graphz_out_file_is_compact_and_compared_in_the_same_form(tmp_path, ca
     assert body["float_bytes"] < MLP.stat().st_size + (SAMPLES / (MLP.name + ".npz")).stat().st_size
     json_sizes = body["bytes_by_format"]["json"]
     assert json_sizes["size_ratio"] > body["size_ratio"]
+    # The report says which form both graphs were counted in.
+    assert body["file_form"]["document_version"] == 3 and body["file_form"]["compression"] == \
+        "lzma" and "same form" in body["file_form"]["compared"]
+    assert (json_sizes["document_version"], json_sizes["compression"]) == (2, "none")
+    assert body["bytes_by_format"]["compact"]["compression"] == "lzma"
     assert [n.name for n in tf.load_graph_def(out).node] == \
         [n.name for n in tf.load_graph_def(tmp_path / "mlp8.graphz").node]
