@@ -1,6 +1,8 @@
 """Hostile graph files: N seeded mutations of the sample graphs and a saved training graph (JSON
-tree, graph structure, raw bytes, side .npz, limits; and compact files: damaged archives,
-zip bombs, path and unnamed members, wrong dtypes, a mutated document inside) each loaded with
+tree, graph structure, raw bytes, side .npz, limits; and compact files, version 2 and 3:
+damaged archives, zip bombs, path and unnamed members, wrong dtypes, a mutated document inside,
+and version 3's arrays.bin spans out of bounds, overlapping, leaving bytes unnamed, of the
+wrong length or dtype, truncated or followed by a decompression bomb) each loaded with
 engine.load_graph in a worker process under a time limit, counted as loaded / named errors
 (GraphFileError naming the file) / unnamed errors / crash-class (any other exception) / hangs;
 then the time to report a 2-node cycle behind chains of 1,000 to 64,000 nodes, and loads of
@@ -269,12 +271,106 @@ def mutate_compact(doc: dict, side: bytes | None, rng) -> bytes:
     return compact_archive(doc, side, {"graph.json": mutate_text(json.dumps(doc), rng)})
 
 
+def tensors(doc: dict) -> list[dict]:
+    """Every {"tensor": ...} body of the document's attrs that names an array, in node order."""
+    found = []
+    for node in doc["node"]:
+        for value in node.get("attr", {}).values():
+            for item in value if isinstance(value, list) else [value]:
+                if isinstance(item, dict) and isinstance(item.get("tensor"), dict) and \
+                        "array" in item["tensor"]:
+                    found.append(item["tensor"])
+    return found
+
+
+def blob_parts(doc: dict, side: bytes | None) -> tuple[dict, bytes]:
+    """The version 3 document of a base (each side array's key replaced by its span) and its
+    arrays.bin."""
+    doc = copy.deepcopy(dict(doc, version=3, arrays="." if side is not None else None))
+    if side is None:
+        return doc, b""
+    with zipfile.ZipFile(io.BytesIO(side)) as npz:
+        arrays = {i.filename[:-4]: np.lib.format.read_array(npz.open(i), allow_pickle=False)
+                  for i in npz.infolist()}
+    blob = bytearray()
+    for tensor in tensors(doc):
+        value = arrays[tensor["array"]]
+        data = value.astype(value.dtype.newbyteorder("<")).tobytes()
+        tensor["array"] = [len(blob), len(data)]
+        blob += data
+    return doc, bytes(blob)
+
+
+def blob_archive(doc: dict, blob: bytes, members: dict | None = None,
+                 method: int = zipfile.ZIP_LZMA) -> bytes:
+    out = {"graph.json": dump(doc)}
+    if blob:
+        out["arrays.bin"] = blob
+    out.update(members or {})
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", method) as archive:
+        for name, data in out.items():
+            archive.writestr(name, data)
+    return buf.getvalue()
+
+
+SPAN_JUNK = ["t0", [0], [True, 4], [-1, 4], [0.5, 4], [0, 4, 4], None, {"offset": 0},
+             [1 << 62, 4], [0, 1 << 62]]
+
+
+def mutate_blob(doc: dict, side: bytes | None, rng) -> bytes:
+    """A version 3 compact file with hostile spans, a damaged arrays.bin or a mutated
+    document."""
+    doc, blob = blob_parts(doc, side)
+    spans = tensors(doc)
+    choice = rng.integers(12)
+    if not spans and choice < 8:
+        choice = 8 + rng.integers(4)
+    tensor = spans[rng.integers(len(spans))] if spans else None
+    if choice == 0:
+        tensor["array"] = [tensor["array"][0] + int(rng.integers(1, 1 << 20)),
+                           tensor["array"][1]]
+    elif choice == 1:
+        tensor["array"] = [tensor["array"][0], tensor["array"][1] + int(rng.integers(-8, 9))]
+    elif choice == 2:
+        tensor["array"] = [0, tensor["array"][1]]
+        other = spans[rng.integers(len(spans))]
+        other["array"] = [max(0, tensor["array"][1] // 2), other["array"][1]]
+    elif choice == 3:
+        return blob_archive(doc, blob + bytes(int(rng.integers(1, 64))))
+    elif choice == 4:
+        tensor["array"] = copy.deepcopy(SPAN_JUNK[rng.integers(len(SPAN_JUNK))])
+    elif choice == 5:
+        tensor["dtype"] = ["string", "bfloat16", "resource", "float64", "int8", "qint8",
+                           "bool", "complex128"][rng.integers(8)]
+    elif choice == 6:
+        return blob_archive(doc, blob[: rng.integers(len(blob))])
+    elif choice == 7:
+        # A decompression bomb: 32 MB of zeros after the spans (LZMA: about 5 KB).
+        return blob_archive(doc, blob + bytes(32 << 20))
+    elif choice == 8:
+        data = bytearray(blob_archive(doc, blob))
+        for _ in range(rng.integers(1, 20)):
+            data[rng.integers(len(data))] = rng.integers(256)
+        return bytes(data[: rng.integers(4, len(data) + 1)])
+    elif choice == 9:
+        return blob_archive(mutate_tree(doc, rng), blob)
+    elif choice == 10:
+        return blob_archive(mutate_graph(doc, rng), blob, method=(
+            zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2)[rng.integers(3)])
+    else:
+        return blob_archive(doc, blob, {"graph.json": mutate_text(json.dumps(doc), rng)})
+    return blob_archive(doc, blob)
+
+
 def make_case(bases, rng) -> tuple[str, bytes, bytes | None]:
     doc, side = bases[rng.integers(len(bases))]
-    kind = ["tree", "graph", "text", "side", "compact"][rng.integers(5)]
+    kind = ["tree", "graph", "text", "side", "compact", "blob"][rng.integers(6)]
     text = json.dumps(doc)
     if kind == "compact":
         return kind, mutate_compact(doc, side, rng), None
+    if kind == "blob":
+        return kind, mutate_blob(doc, side, rng), None
     if kind == "tree":
         return kind, dump(mutate_tree(doc, rng)), side
     if kind == "graph":

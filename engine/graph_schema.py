@@ -58,17 +58,17 @@ twice, no string holding a lone surrogate. Its fields, all checked before anythi
             | {"tensor": "node:k"} | {"operation": "node"} | {"value": <JSON scalar>}
 
 A compact graph file (engine.save_graph(..., compact=True), or a ".graphz" path) is a zip
-archive; it is recognised by its content (b"PK\\x03\\x04"), whatever its name. Version 3 (written,
-LZMA) holds the document as member "graph.json" and, if any tensor has a span, every array
-back to back as member "arrays.bin": the spans tile it (no overlap, no byte that no tensor
-names). Version 2 (deflate, still read) holds each numeric array as a member "<key>.npy".
-Every member is a plain name ([A-Za-z0-9_][A-Za-z0-9_.-]*, no "/" or ".."), stored, deflated or
-LZMA, unencrypted, given once, named by the document and at most its cap uncompressed: the
-document MAX_FILE_BYTES, a .npy array its declared bytes plus MAX_NPY_HEADER_BYTES; at most
-MAX_CONTAINER_MEMBERS members, and the file and its members' sizes together at most
-MAX_FILE_BYTES + MAX_SIDE_FILE_BYTES. Members are decompressed 4 KiB at a time (an LZMA step
-then gives at most about 30 MB), each no further than its cap, and "arrays.bin" no further than
-the spans asked for so far.
+archive; it is recognised by its content (b"PK\\x03\\x04"), whatever its name. Version 3
+(written: LZMA, deflate for a member over 16 MiB) holds the document as member "graph.json" and,
+if any tensor has a span, every array back to back as member "arrays.bin": the spans tile it (no
+overlap, no byte that no tensor names). Version 2 (deflate, still read) holds each numeric array
+as a member "<key>.npy". Every member is a plain name ([A-Za-z0-9_][A-Za-z0-9_.-]*, no "/" or
+".."), stored, deflated or LZMA, unencrypted, given once, named by the document and at most its
+cap uncompressed: the document MAX_FILE_BYTES, a .npy array its declared bytes plus
+MAX_NPY_HEADER_BYTES; at most MAX_CONTAINER_MEMBERS members, and the file and its members' sizes
+together at most MAX_FILE_BYTES + MAX_SIDE_FILE_BYTES. Members are decompressed 4 KiB at a time
+(an LZMA step then gives at most about 30 MB), each no further than its cap, and "arrays.bin" no
+further than the spans asked for so far.
 
 The limits are module attributes read at each load: set, for example,
 `engine.graph_schema.MAX_TENSOR_BYTES = 4 << 30` to load a file with larger constants.

@@ -339,3 +339,21 @@ def test_fuzzed_version_3_files_load_or_raise_a_named_graph_file_error(saved):
             assert str(e).startswith(f"{path}: ")
             named += 1
     assert named > 100
+
+
+def test_large_members_are_deflated_and_either_method_reads(tmp_path, monkeypatch):
+    """Above COMPACT_LZMA_MAX_BYTES a member is deflated (LZMA writes about 15x slower)."""
+    monkeypatch.setattr(graph_io, "COMPACT_LZMA_MAX_BYTES", 5000)
+    path = tmp_path / "g.graphz"
+    tf.save_graph(_graph(), path)
+    with zipfile.ZipFile(path) as z:
+        methods = {i.filename: i.compress_type for i in z.infolist()}
+    assert methods == {"graph.json": zipfile.ZIP_LZMA, "arrays.bin": zipfile.ZIP_DEFLATED}
+    np.testing.assert_array_equal(tf.load_graph_def(path).by_name("ints").attr["value"],
+                                  np.arange(-20, 20))
+    # COMPACT_METHOD is read at each save: deflate throughout opens in Info-ZIP unzip too.
+    monkeypatch.setattr(graph_io, "COMPACT_METHOD", zipfile.ZIP_DEFLATED)
+    tf.save_graph(_graph(), path)
+    with zipfile.ZipFile(path) as z:
+        assert {i.compress_type for i in z.infolist()} == {zipfile.ZIP_DEFLATED}
+    assert tf.load_graph_def(path).by_name("big").attr["value"].shape == (30, 100)
