@@ -7,7 +7,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import statistics
-import tempfile
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -17,6 +16,7 @@ import numpy as np
 import torch
 
 from engine.compression.compare import DEFAULT_THRESHOLD_DB, Comparison, compare
+from engine.compression.evaluate import file_bytes
 from engine.graph_def import GraphDef, import_graph_def
 from engine.record.schema import QuantizationComparisonRecord, QuantizationCostRecord
 
@@ -40,13 +40,10 @@ class Timing:
 DEFAULT_TIMING = Timing()
 
 def graph_file_bytes(graph_def: GraphDef) -> int:
-    """The size of the graph file save_graph writes (the JSON and its .npz of constants)."""
-    from engine.graph_io import save_graph, side_file_for
-    with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / "graph.json"
-        save_graph(graph_def, path)
-        side = side_file_for(path)
-        return path.stat().st_size + (side.stat().st_size if side.exists() else 0)
+    """The size of the compact graph file (`.graphz`, no creation stacks) save_graph writes:
+    the form meant for shipping a model, so the cost table's size ratio is the quantization's,
+    with every variant counted in the same form."""
+    return file_bytes(graph_def, strip_stacks=True, compact=True)
 
 
 def accuracy(graph_def: GraphDef, images: np.ndarray, labels: np.ndarray,
