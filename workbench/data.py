@@ -480,6 +480,31 @@ def version_view(name: str, version: int, expanded: frozenset[str]
         (str(run_path(name)), version, expanded, "version_view"), build).value
 
 
+def version_elements(name: str, version: int, expanded: frozenset[str],
+                     build: Callable[[], Any]) -> Any:
+    """The laid-out elements of graph `version` for these expanded groups (the version's own
+    ids, as version_view keys them), built once by `build`: a recorded graph version does
+    not change, so neither does its layout."""
+    return _cache.get((str(run_path(name)), version, frozenset(expanded),
+                       "version_elements"), lambda: _sized_drawing(build())).value
+
+
+def quantization_drawing(name: str, comparison_seq: int, side: str,
+                         expanded: frozenset[str], build: Callable[[], Any]) -> Any:
+    """One side of the Quantization page for one comparison and expansion (its elements
+    painted by SQNR), built once by `build`. The key is the comparison's row (`seq`), not
+    its name: a comparison recorded later under the same name is another row, so it is
+    never hidden by this one's drawing."""
+    return _cache.get((str(run_path(name)), int(comparison_seq), side, frozenset(expanded),
+                       "quantization_drawing"), lambda: _sized_drawing(build())).value
+
+
+def _sized_drawing(built: Any) -> Sized:
+    """A drawing (elements first, then small facts) sized as _sized_elements sizes one."""
+    elements = built[0] if isinstance(built, tuple) else built
+    return Sized(built, 1500 * len(elements) + 400)
+
+
 def warm_graphs(limit: int = 3) -> None:
     """Reads and groups the graphs of the newest `limit` healthy runs, so the first visit to
     the Graph page draws at once (TensorBoard, too, loads its logdir when it starts). What

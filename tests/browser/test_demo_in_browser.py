@@ -58,7 +58,8 @@ def test_demo_run_graph_inspector_and_loss_curve(dash_duo, demo_logdir):
 
 def test_demo_broken_run_alert_links_to_the_node_and_the_marked_loss(dash_duo, demo_logdir):
     """The deliberately broken third run stopped at its first Inf: the Alerts page lists the
-    op that made it (the naive cross entropy's Log), and its loss link marks that step."""
+    op that made it (the naive cross entropy's Log), its loss link marks that step and its
+    graph link selects the op."""
     logdir, runs = demo_logdir
     broken = runs[-1]
     (alert,) = RunReader(logdir / broken).alerts()
@@ -70,6 +71,12 @@ def test_demo_broken_run_alert_links_to_the_node_and_the_marked_loss(dash_duo, d
     dash_duo.find_element(".alerts-table .alert-link[href*='scalars']").click()
     dash_duo.wait_for_contains_text("#scalars-curves-div .annotation-text",
                                     f"step {alert.step}")
+    # Its graph link opens the graph with the op selected in the inspector.
+    open_page(dash_duo, "/alerts")
+    dash_duo.wait_for_element(".alerts-table .alert-link[href*='graph']").click()
+    wait_for_graph(dash_duo)
+    dash_duo.wait_for_contains_text(".inspector-title", "loss/Log")
+    assert f"run={broken}" in dash_duo.driver.current_url
     assert dash_duo.get_logs() == []
 
 

@@ -1,7 +1,8 @@
 """The Histograms and Images pages in headless Chromium at 1280x800: the histogram draws one
 ridge per step beside its distribution bands, the mode toggle redraws it overlaid with a step
-colour bar; the image shows at the address's step and the slider moves it to another step
-that logged one; neither page scrolls sideways and the console stays free of errors."""
+colour bar and puts the mode in the address (a reload keeps it, a bad one is told); the image
+shows at the address's step and the slider moves it to another step that logged one; neither
+page scrolls sideways and the console stays free of errors."""
 
 from __future__ import annotations
 
@@ -62,6 +63,19 @@ def test_histograms_toggle_modes_and_images_follow_the_slider(dash_duo, logdir):
     WebDriverWait(dash_duo.driver, WAIT_S).until(
         lambda driver: (drawn := driver.execute_script(_HISTOGRAM_TRACES))
         and drawn[0][1] != "toself", message="the overlay mode never drew")
+    # The mode is in the address: a reload draws the overlay again; a bad one is told.
+    WebDriverWait(dash_duo.driver, WAIT_S).until(
+        lambda driver: "mode=overlay" in driver.current_url,
+        message="the address never took the mode")
+    assert f"run={RUN}" in dash_duo.driver.current_url
+    dash_duo.driver.refresh()
+    dash_duo.wait_for_element("#histograms-figures-div .colorbar")
+    assert dash_duo.find_element(
+        "#histograms-mode-radio input[value='overlay']").is_selected()
+    open_page(dash_duo, f"/histograms?run={RUN}&tag=layer1/weights&mode=stacked")
+    dash_duo.wait_for_contains_text("#histograms-notice-text", "not one of offset, overlay")
+    dash_duo.wait_for_contains_text("#histograms-figures-div", "(distribution)")
+    assert dash_duo.find_element("#histograms-mode-radio input[value='offset']").is_selected()
 
     open_page(dash_duo, f"/images?run={RUN}&tag=digits&step=2")
     dash_duo.wait_for_element("#images-picture-img")

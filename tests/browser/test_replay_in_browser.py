@@ -185,3 +185,32 @@ def test_replay_opens_scopes_keeps_them_in_the_address_and_lights_inside(dash_du
     assert dash_duo.driver.execute_script(_CY + "return cy.getElementById('while')"
                                           ".isParent();"), "while is not drawn as a box"
     assert dash_duo.get_logs() == []
+
+
+# One tick of play as the page's interval fires it (assets/replay.js navigate), at a speed:
+# [step, carry] after a tick from step 0 of steps 0..10 where step 3 is traced (100 us).
+_TICK = """
+const saved = window.dash_clientside.callback_context;
+window.dash_clientside.callback_context = {
+    triggered: [{prop_id: "replay-play-interval.n_intervals", value: 1}]};
+try {
+    const bounds = {first: 0, last: 10, traced: {"3": 100}, ticks: 10, numbers: null};
+    const at = (speed) => window.dash_clientside.replay.navigate(
+        1, 0, 0, 0, 0, 0, null, null, bounds, {step: 0, t: null, carry: 0}, speed, null);
+    return arguments[0].map((speed) => { const p = at(speed); return [p.step, p.carry]; });
+} finally {
+    window.dash_clientside.callback_context = saved;
+}
+"""
+
+
+def test_the_speed_control_sets_how_far_a_tick_of_play_moves(dash_duo, runs):
+    dash_duo.start_server(create_app(runs.logdir))
+    open_page(dash_duo, f"/replay?run={runs.run}&step=1")
+    dash_duo.wait_for_text_to_equal("#replay-step-text", "Step 1 of 6")
+    dash_duo.wait_for_contains_text("#replay-speed-dropdown", "1x")
+    # Half speed waits a tick; 1x and 2x move by one and two steps; 8x stops at the traced
+    # step 3 on its way (its time plays next), keeping the rest of the move.
+    moves = dash_duo.driver.execute_script(_TICK, [0.5, 1, 2, 8])
+    assert moves == [[0, 0.5], [1, 0], [2, 0], [3, 0]]
+    assert dash_duo.get_logs() == []

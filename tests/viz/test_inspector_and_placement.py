@@ -85,3 +85,27 @@ def test_placement_filtering(mlp):
         "layer2/weights"]
     assert filter_placement_rows(rows, "matmul", devices=[GPU0])[0]["node"] == "layer2/MatMul"
     assert filter_placement_rows(rows) == rows
+
+
+def test_step_details_sum_the_steps_runs_and_keep_each_watched_outputs_latest_summary():
+    """The inspector's step part: this step's executions, time and output bytes of the node,
+    and for each watched output "name:i" its latest statistics at or before the step (other
+    nodes' tensors, and names that only start the same, are not its own)."""
+    from engine.record.schema import OpStatRecord, TensorSummaryRecord
+    from viz.inspector import step_details
+
+    def summary(node, step, mean):
+        return TensorSummaryRecord(node, step, "float32", (2,), 2, 0.0, 1.0, mean, 0.5)
+    stats = [OpStatRecord(3, "loss/Log", "Log", CPU0, 10.0, 14.0, 8),
+             OpStatRecord(3, "loss/Log", "Log", CPU0, 20.0, 21.5, 8),
+             OpStatRecord(3, "loss/Mean", "Mean", CPU0, 0.0, 99.0, 4)]
+    watched = [summary("loss/Log:0", 1, 0.1), summary("loss/Log:0", 3, 0.3),
+               summary("loss/Log:0", 5, 0.5), summary("loss/Log:1", 2, 0.2),
+               summary("loss/Logits:0", 3, 9.0), summary("loss/Log", 3, 9.0)]
+    details = step_details("loss/Log", 3, stats, watched)
+    assert (details["step"], details["executions"], details["time_us"], details["bytes"]) == (
+        3, 2, 5.5, 16)
+    assert [(s.node, s.step, s.mean) for s in details["summaries"]] == [
+        ("loss/Log:0", 3, 0.3), ("loss/Log:1", 2, 0.2)]
+    latest = step_details("loss/Log", None, [], watched)
+    assert latest["executions"] == 0 and [s.step for s in latest["summaries"]] == [5, 2]

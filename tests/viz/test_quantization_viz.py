@@ -72,3 +72,27 @@ def test_cost_cells_and_summary():
     figure = vq.outputs_figure(record.nodes[1])
     assert [t.name for t in figure.data] == ["original", "quantized"]
     assert list(vq.error_figure(record.nodes[1]).data[0].x) == [0.5]
+
+
+def test_the_node_figures_built_unchecked_are_ones_plotly_accepts():
+    """outputs_figure and error_figure skip plotly.py's per-property checks for speed: the
+    checked rebuild of each equals it (every property one plotly knows, each value one it
+    accepts), and neither carries plotly.py's template."""
+    import json
+
+    import plotly.graph_objects as go
+    record = QuantizationNodeRecord(
+        "dense/Relu", "Relu", "dense/Relu_eightbit", ("dense/Relu_eightbit",), 3, (4, 2),
+        0.1, 0.2, 31.5, 0.99, (0.0, 1.0, 3.0), (5.0, 2.0), (4.0, 3.0), (-0.5, 0.0, 0.5),
+        (1.0, 6.0), False)
+    outputs, error = vq.outputs_figure(record), vq.error_figure(record)
+    for figure in (outputs, error):
+        checked = go.Figure(figure.to_plotly_json())
+        assert json.loads(checked.to_json()) == json.loads(figure.to_json())
+        assert len(figure.layout.template.to_plotly_json().get("layout", {})) == 0
+    assert [t.name for t in outputs.data] == ["original", "quantized"]
+    assert list(outputs.data[0].x) == [0.5, 2.0] and list(outputs.data[0].width) == [1.0, 2.0]
+    assert list(outputs.data[1].y) == [4.0, 3.0] and outputs.layout.barmode == "overlay"
+    assert list(error.data[0].y) == [1.0, 6.0] and list(error.data[0].x) == [-0.25, 0.25]
+    assert outputs.layout.title.text == "dense/Relu: output values"
+    assert error.layout.showlegend is False and error.layout.xaxis.title.text == "error"

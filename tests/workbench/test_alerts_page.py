@@ -49,6 +49,14 @@ def test_the_broken_run_is_chosen_and_its_first_alert_listed(broken, text_of):
     assert alerts.details(["nope|x|nan"], chosen) == alerts.DETAILS_HINT
 
 
+def test_the_address_chooses_the_run(broken):
+    """/alerts?run=NAME: that run alone, even one without alerts; a name that is no run
+    falls back to every run that has alerts."""
+    assert alerts.run_choice("healthy")[1] == ["healthy"]
+    assert alerts.run_choice("broken")[1] == ["broken"]
+    assert alerts.run_choice("nope")[1] == ["broken"]
+
+
 def test_a_run_without_alerts_says_how_to_get_them(broken, text_of):
     rows, messages, style, _ = alerts.alerts_table(["healthy"])
     assert rows == [] and style == {"display": "none"}

@@ -125,11 +125,52 @@ def test_hostile_queries_fall_back_to_a_choice(store):
 
 
 def test_layout_reads_the_mode_from_the_address():
-    def radio(tree):
-        return next(c for c in tree.children[2].children if c.children[1].id == page.MODE_RADIO
-                    ).children[1]
     assert radio(page.layout(mode="overlay")).value == "overlay"
     assert radio(page.layout(mode="bogus")).value == "offset"
+
+
+def radio(tree):
+    """The mode's radio items, wherever the layout puts them."""
+    if getattr(tree, "id", None) == page.MODE_RADIO:
+        return tree
+    children = getattr(tree, "children", None)
+    for child in children if isinstance(children, list) else [children]:
+        found = radio(child) if child is not None and not isinstance(child, str) else None
+        if found is not None:
+            return found
+    return None
+
+
+def test_the_view_is_in_the_address_and_read_back(store):
+    import urllib.parse
+    link = page.view_link([RUN, PLAIN], ["layer1/weights"], "overlay")
+    assert link == "/histograms?run=hist-run%2Cscalars-only&tag=layer1%2Fweights&mode=overlay"
+    assert page.view_link([RUN], ["bias"], "offset") == "/histograms?run=hist-run&tag=bias"
+    assert page.view_link([], [], None) == "/histograms"
+    # The address gives back the same view: the runs, the tag, the mode.
+    query = {k: v[0] for k, v in urllib.parse.parse_qs(urllib.parse.urlsplit(link).query
+                                                       ).items()}
+    assert page.run_choice(query)[1:] == ([RUN, PLAIN], "")
+    assert page.tag_choice([RUN, PLAIN], None, query)[1] == ["layer1/weights"]
+    assert radio(page.layout(**query)).value == "overlay"
+
+
+@pytest.mark.parametrize("mode", ["bogus", "OVERLAY", ["overlay"], 5, "x" * 10_000])
+def test_a_bad_mode_in_the_address_is_told_on_the_page(store, mode):
+    _options, chosen, notice = page.run_choice({"run": RUN, "tag": "bias", "mode": mode})
+    assert chosen == [RUN]
+    assert "histogram mode" in notice and "not one of offset, overlay; showing offset" in notice
+    assert len(notice) < 300
+    _options, _chosen, both = page.run_choice({"run": "nope", "mode": "bogus"})
+    assert "No readable run named 'nope'" in both and "'bogus' is not one of" in both
+    assert page.run_choice({"run": RUN, "mode": "overlay"})[2] == ""
+    assert page.view_link([RUN], ["bias"], mode) == "/histograms"
+
+
+def test_the_view_link_takes_any_value(store, caplog):
+    from test_robust_callbacks import call_with_every_hostile_value
+    call_with_every_hostile_value(page.view_link, ([RUN], ["bias"], "overlay"))
+    assert [r.getMessage() for r in caplog.records if r.levelno >= 40] == []
 
 
 def test_an_event_file_run_answers_the_same_queries(tmp_path):

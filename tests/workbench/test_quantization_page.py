@@ -265,3 +265,114 @@ def test_a_poll_shows_new_comparisons_and_costs_and_keeps_the_users_choice(runs,
         assert [o["value"] for o in got[0]] == ["first", "second"] and got[1] == "second"
         kept = page.comparison_choice("growing", "first", got[0], _poll())
         assert kept == (no_update, no_update)
+
+
+# -- the drawings are kept per (graph version, expansion) and (comparison, side, expansion) --
+
+
+def _fresh(side, run, record, opened):
+    """The side drawn from nothing kept: the Graph page's builder, then the SQNR paint."""
+    from viz.graph_elements import graph_elements
+    from viz.quantization import painted_by_sqnr
+    version = (record.original_graph_version if side == ORIGINAL
+               else record.quantized_graph_version)
+    graph, view = data.version_view(run, version, frozenset(opened))
+    members = {node.id: node.members for node in view.nodes if not node.expanded}
+    return painted_by_sqnr(graph_elements(view, graph, ())[0], members, record, side)
+
+
+def test_a_kept_drawing_equals_a_fresh_build(runs):
+    record = comparison(runs)
+    first = page.expansion(None, None, None, runs.run, COMPARISON, None)
+    for opened in (first, every_group(runs), first):
+        for side in (ORIGINAL, QUANTIZED):
+            kept = page.draw_side(side, runs.run, COMPARISON, opened)
+            again = page.draw_side(side, runs.run, COMPARISON, opened)
+            assert again[0] is kept[0] and again[4] == kept[4]      # the kept drawing
+            assert kept[0] == _fresh(side, runs.run, record, opened)
+            data.clear_cache()
+            assert page.draw_side(side, runs.run, COMPARISON, opened) == kept
+
+
+def _copied_run(runs, logdir, name, comparisons) -> None:
+    """A run holding the recorded run's two graph versions and the given comparisons."""
+    record = comparison(runs)
+    graphs = [data.graph(runs.run, version) for version in (
+        record.original_graph_version, record.quantized_graph_version)]
+    with RunWriter(logdir, name) as writer:
+        for graph in graphs:
+            writer.graph(graph)
+        for one in comparisons:
+            writer.quantization_comparison(one)
+
+
+def test_another_comparison_of_the_same_graphs_is_only_repainted(runs, tmp_path,
+                                                                 monkeypatch):
+    import dataclasses
+
+    from viz.graph_elements import graph_elements
+    record = comparison(runs)
+    strict = dataclasses.replace(record, name="strict", threshold_db=200.0)
+    _copied_run(runs, tmp_path, "two", [record, strict])
+    opened = every_group(runs)
+    data.set_logdir(tmp_path)
+    laid_out = []
+    monkeypatch.setattr(page, "graph_elements", lambda *args: (
+        laid_out.append(args[0].expanded), graph_elements(*args))[1])
+    loose = leaves(page.draw_side(QUANTIZED, "two", COMPARISON, opened)[0])
+    tight = leaves(page.draw_side(QUANTIZED, "two", "strict", opened)[0])
+    assert len(laid_out) == 1                  # one layout, two paintings
+    assert loose.keys() == tight.keys()
+    by_original = {n.original: n for n in record.nodes}
+    for ident, leaf in tight.items():
+        name = leaf["data"]["original"]
+        shown = sqnr_bin(by_original[name].sqnr_db if name else None, 200.0)
+        assert leaf["data"]["color"] == shown.color
+        assert leaf["position"] == loose[ident]["position"]
+    assert any(tight[i]["data"]["color"] != loose[i]["data"]["color"] for i in tight)
+    page.draw_side(QUANTIZED, "two", COMPARISON, opened)
+    assert len(laid_out) == 1
+
+
+def test_a_comparison_recorded_live_under_the_same_name_is_drawn(runs, tmp_path):
+    """The drawing is kept per recorded comparison (its row), not per name: a newer one of
+    the same name, written while the page is open, is what the page draws."""
+    import dataclasses
+    record = comparison(runs)
+    opened = every_group(runs)
+    originals = [data.graph(runs.run, v) for v in (record.original_graph_version,
+                                                    record.quantized_graph_version)]
+    data.set_logdir(tmp_path)
+    with RunWriter(tmp_path, "growing") as writer:
+        for graph in originals:
+            writer.graph(graph)
+        writer.quantization_comparison(record)
+        writer.flush()
+        before = leaves(page.draw_side(ORIGINAL, "growing", COMPARISON, opened)[0])
+        assert [e["data"]["original"] for e in before.values() if "flagged" in e["classes"]] == [
+            runs.flagged]
+        worse = dataclasses.replace(record, flagged="dense/Relu", nodes=tuple(
+            dataclasses.replace(n, sqnr_db=1.0, flagged=n.original == "dense/Relu")
+            for n in record.nodes))
+        writer.quantization_comparison(worse)
+        writer.flush()
+        after = leaves(page.draw_side(ORIGINAL, "growing", COMPARISON, opened)[0])
+        below = sqnr_bin(1.0, THRESHOLD_DB).color
+        assert [e["data"]["original"] for e in after.values() if "flagged" in e["classes"]] == [
+            "dense/Relu"]
+        assert {e["data"]["color"] for e in after.values() if e["data"]["original"]} == {
+            below}
+        assert page.draw_side(ORIGINAL, "growing", None, opened)[0] == page.draw_side(
+            ORIGINAL, "growing", COMPARISON, opened)[0]
+
+
+def test_a_selection_only_restyles_the_graphs(runs):
+    """The selected node reaches the canvases' stylesheets, never their elements."""
+    from workbench.app import create_app
+    served = create_app(runs.logdir).callback_map
+    for side in (ORIGINAL, QUANTIZED):
+        own = page.ids(side)["cytoscape"]
+        drawn = next(spec for key, spec in served.items() if f"{own}.elements" in key)
+        styled = next(spec for key, spec in served.items() if key == f"{own}.stylesheet")
+        assert page.SELECTED_STORE not in {i["id"] for i in drawn["inputs"]}
+        assert page.SELECTED_STORE in {i["id"] for i in styled["inputs"]}

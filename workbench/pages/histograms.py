@@ -1,8 +1,11 @@
 """Histograms page (`/histograms?run=A,B&tag=TAG&mode=offset|overlay`): for each chosen run
 and histogram tag, TensorBoard's histogram view (offset ridges or overlaid steps) beside its
-distributions view (percentile bands over steps)."""
+distributions view (percentile bands over steps). The runs, tags and mode chosen are kept
+in the address (and in a link to this view), so a reload or a shared link shows the same."""
 
 from __future__ import annotations
+
+import urllib.parse
 
 import dash
 from dash import ALL, Input, Output, State, dcc, html
@@ -39,6 +42,8 @@ RUN_DROPDOWN = "histograms-run-dropdown"
 TAG_DROPDOWN = "histograms-tag-dropdown"
 MODE_RADIO = "histograms-mode-radio"
 NOTICE_TEXT = "histograms-notice-text"
+VIEW_LINK = "histograms-view-link"
+ADDRESS_STORE = "histograms-address-store"     # what the address bar was last set to
 FIGURES_DIV = "histograms-figures-div"
 FIGURES_LOADING = "histograms-figures-loading"
 # One pattern for both kinds of plot, so one zoom store follows them all (keep_zooms); the
@@ -56,13 +61,16 @@ def layout(run: str | None = None, tag: str | None = None, mode: str | None = No
         page_header("Histograms", "Recorded tensors over steps: each step's histogram "
                                   "(offset: newest in front; overlay: colour by step) and "
                                   "its distribution (percentile bands, median line)."),
-        dcc.Store(id=QUERY_STORE, data={"run": run, "tag": tag}),
+        dcc.Store(id=QUERY_STORE, data={"run": run, "tag": tag, "mode": mode}),
+        dcc.Store(id=ADDRESS_STORE),
         html.Div(className="controls", children=[
             labelled("Runs", dcc.Dropdown(id=RUN_DROPDOWN, multi=True)),
             labelled("Tags", dcc.Dropdown(id=TAG_DROPDOWN, multi=True)),
             labelled("Histogram mode", dcc.RadioItems(
                 id=MODE_RADIO, value=mode if mode in MODES else OFFSET, inline=True,
                 options=[{"label": MODE_LABELS[m], "value": m} for m in MODES])),
+            html.Div(className="control", children=[
+                html.A("Link to this view", id=VIEW_LINK, href=PATH, className="view-link")]),
         ]),
         html.P(id=NOTICE_TEXT, className="message notice"),
         live_follow("histograms"),
@@ -89,9 +97,18 @@ def run_choice(query: dict | None) -> tuple[list[dict], list[str], str]:
     found = [name for name in asked if name in names]
     missing = [name for name in asked if name not in names]
     chosen = found or _first_with_histograms(healthy) or healthy[:1] or names[:1]
-    if not missing:
-        return options, chosen, ""
-    return options, chosen, run_notice(missing[0], None if found or not chosen else chosen[0])
+    told = run_notice(missing[0], None if found or not chosen else chosen[0]) if missing else ""
+    return options, chosen, " ".join(part for part in (told, _mode_notice(query)) if part)
+
+
+def _mode_notice(query) -> str:
+    """What the page says of a mode in the address it cannot show ("" for none or a good
+    one): the layout shows offset instead."""
+    asked = _query(query).get("mode")
+    if asked in (None, "") or asked in MODES:
+        return ""
+    return (f"The address's histogram mode {inputs.clipped(asked)} is not one of "
+            f"{', '.join(MODES)}; showing {OFFSET}.")
 
 
 def _first_with_histograms(names: list[str]) -> list[str]:
@@ -185,6 +202,35 @@ def figures(runs: list[str] | None, tags: list[str] | None, mode: str | None) ->
     return notes + rows
 
 
+@answers(lambda _problem: PATH)
+def view_link(runs, tags, mode) -> str:
+    """The address of the current view (runs, tags, and the mode unless it is the default
+    offset), to share or bookmark; the page also sets it in the address bar."""
+    query = {"run": ",".join(inputs.text_list(runs, "the runs")),
+             "tag": ",".join(inputs.text_list(tags, "the tags"))}
+    if _mode(mode) != OFFSET:
+        query["mode"] = mode
+    encoded = urllib.parse.urlencode({k: v for k, v in query.items() if v})
+    return f"{PATH}?{encoded}" if encoded else PATH
+
+
+# The view's address in the address bar, without navigating (the replay page's way): only
+# while this page is shown, since a link followed away may fire it once more.
+_SET_ADDRESS = """
+function (href) {
+    if (typeof href !== "string" || !window.location.pathname.endsWith("/histograms")) {
+        return window.dash_clientside.no_update;
+    }
+    const address = new URL(href, window.location.href);
+    const shown = window.location.pathname + window.location.search;
+    if (address.pathname + address.search !== shown) {
+        window.history.replaceState(window.history.state, "", address.pathname + address.search);
+    }
+    return href;
+}
+"""
+
+
 def _unchanged(_problem: str = ""):
     """A wildcard output takes a list or nothing: no update is PreventUpdate there."""
     raise PreventUpdate
@@ -240,6 +286,10 @@ def register_callbacks(app: dash.Dash) -> None:
         polled(tag_choice, LIVE["store"]))
     app.callback(Output(FIGURES_DIV, "children"), Input(RUN_DROPDOWN, "value"),
                  Input(TAG_DROPDOWN, "value"), Input(MODE_RADIO, "value"))(figures)
+    app.callback(Output(VIEW_LINK, "href"), Input(RUN_DROPDOWN, "value"),
+                 Input(TAG_DROPDOWN, "value"), Input(MODE_RADIO, "value"))(view_link)
+    app.clientside_callback(_SET_ADDRESS, Output(ADDRESS_STORE, "data"),
+                            Input(VIEW_LINK, "href"), prevent_initial_call=True)
     every = {"type": GRAPH, "kind": ALL, "run": ALL, "tag": ALL, "mode": ALL}
     app.callback(Output(every, "figure"), State(every, "id"), State(MODE_RADIO, "value"),
                  Input(LIVE["store"], "data"), State(LIVE["zoom"], "data"))(

@@ -249,23 +249,40 @@ def draw_side(side: str, run, comparison, expanded=None) -> tuple:
     """(elements, layout, message, message style, summary): the side's graph as the Graph
     page draws it for the open groups `expanded` (None: its first view), by the Graph page's
     builder; each leaf (an op, or a collapsed scope or series) painted by the lowest SQNR of
-    the original nodes it stands for, the one holding the flagged node marked."""
+    the original nodes it stands for, the one holding the flagged node marked. The layout
+    is kept per (graph version, expansion) and the painted drawing per (comparison,
+    side, expansion), so an expansion seen before, or another comparison of the same
+    graphs, is not laid out again."""
     if side not in SIDES:
         raise BadInput(f"the side must be one of {', '.join(SIDES)}, got {clipped(side)}")
     found, problem = _comparison(run, comparison)
     if found is None:
         return _drawn(problem)
     run, record = found
+    drawing = _drawing(run, record, side, expanded)
+    if drawing is None:
+        version = _version(record, side)
+        return _drawn(f"Run {run} has no graph version {version} (the {side} graph).")
+    shown, line = drawing
+    return shown, graph_page.drawn_layout(shown), "", {"display": "none"}, line
+
+
+def _drawing(run: str, record, side: str, expanded) -> tuple[list[dict], str] | None:
+    """(painted elements, summary line) of one side, or None when the run lacks its graph
+    version; only the version's own groups reach the keys."""
     version = _version(record, side)
     opened = data.version_view(run, version, _opened(run, record, expanded))
     if opened is None:
-        return _drawn(f"Run {run} has no graph version {version} (the {side} graph).")
+        return None
     graph, view = opened
-    elements, _legend = graph_elements(view, graph, ())
-    members = {node.id: node.members for node in view.nodes if not node.expanded}
-    shown = painted_by_sqnr(elements, members, record, side)
-    return (shown, graph_page.drawn_layout(shown), "", {"display": "none"},
-            f"graph version {version}: {len(members)} drawn for {len(graph.nodes)} nodes")
+
+    def painted() -> tuple[list[dict], str]:
+        elements = data.version_elements(run, version, view.expanded,
+                                         lambda: graph_elements(view, graph, ())[0])
+        members = {node.id: node.members for node in view.nodes if not node.expanded}
+        return (painted_by_sqnr(elements, members, record, side),
+                f"graph version {version}: {len(members)} drawn for {len(graph.nodes)} nodes")
+    return data.quantization_drawing(run, record.seq, side, view.expanded, painted)
 
 
 @answers(lambda _problem: no_update)
