@@ -36,7 +36,15 @@ class Rewriter:
         self._nodes: dict[str, NodeDef] = {n.name: n for n in graph_def.node}
         self._owned: set[str] = set()
         self._taken: set[str] = {n.lower() for n in self._nodes}
-        self._consumers: dict[str, list[tuple[str, int]]] | None = None
+        # The consumer index is kept up to date edit by edit (rebuilding it after every
+        # rewire made a pass quadratic in the graph's size): nodes that may have changed
+        # since the last query are re-indexed at the next one. A node's position (its place
+        # in the node order, as a full rebuild would meet it) keeps the consumers' order.
+        self._position: dict[str, int] = {n: i for i, n in enumerate(self._nodes)}
+        self._next_position = len(self._position)
+        self._consumers: dict[str, dict[tuple[str, int], None]] = {}
+        self._indexed: dict[str, list[tuple[str, int]]] = {}
+        self._stale: set[str] = set(self._nodes)
 
     # -- reading -------------------------------------------------------------------------
 
@@ -58,15 +66,29 @@ class Rewriter:
 
     def consumers(self, spelling: str) -> list[tuple[str, int]]:
         """(consumer node, input slot) of every data edge reading the tensor; "^node" gives
-        the nodes holding a control input on it (slot: its position in `input`)."""
-        if self._consumers is None:
-            self._consumers = {}
-            for n in self._nodes.values():
-                for slot, s in enumerate(n.input):
-                    key = s if s.startswith("^") else tensor_name(s)
-                    self._consumers.setdefault(key, []).append((n.name, slot))
+        the nodes holding a control input on it (slot: its position in `input`), in node
+        order."""
+        self._refresh_index()
         key = spelling if spelling.startswith("^") else tensor_name(spelling)
-        return list(self._consumers.get(key, ()))
+        return sorted(self._consumers.get(key, ()),
+                      key=lambda edge: (self._position[edge[0]], edge[1]))
+
+    def _refresh_index(self) -> None:
+        for name in self._stale:
+            for key, slot in self._indexed.pop(name, ()):
+                del self._consumers[key][(name, slot)]
+            node = self._nodes.get(name)
+            if node is not None:
+                self._index(node)
+        self._stale.clear()
+
+    def _index(self, node: NodeDef) -> None:
+        edges = []
+        for slot, s in enumerate(node.input):
+            key = s if s.startswith("^") else tensor_name(s)
+            self._consumers.setdefault(key, {})[(node.name, slot)] = None
+            edges.append((key, slot))
+        self._indexed[node.name] = edges
 
     # -- names -----------------------------------------------------------------------------
 
@@ -90,7 +112,7 @@ class Rewriter:
                         n.output_shapes, copy.deepcopy(n.meta))
             self._nodes[name] = n
             self._owned.add(name)
-        self._consumers = None
+        self._stale.add(name)
         return n
 
     def add(self, node: NodeDef) -> NodeDef:
@@ -101,7 +123,9 @@ class Rewriter:
         self._taken.add(node.name.lower())
         self._nodes[node.name] = node
         self._owned.add(node.name)
-        self._consumers = None
+        self._position[node.name] = self._next_position
+        self._next_position += 1
+        self._stale.add(node.name)
         return node
 
     def replace(self, name: str, node: NodeDef) -> NodeDef:
@@ -115,7 +139,7 @@ class Rewriter:
         self.node(name)
         del self._nodes[name]
         self._owned.discard(name)
-        self._consumers = None
+        self._stale.add(name)
 
     def rewire(self, old: str, new: str, exclude: Iterable[str] = ()) -> int:
         """Every data input reading tensor `old` reads `new` instead (except in the nodes
