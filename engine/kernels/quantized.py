@@ -119,6 +119,8 @@ def _quantize_constants(lo: float, hi: float, dtype) -> tuple[F32, F32, F32, F32
 def quantize_eigen(x: torch.Tensor, lo: float, hi: float, dtype) -> torch.Tensor:
     """FloatToQuantizedStruct + QUANTIZE_WITH_EIGEN, in float32."""
     scale, offset, lower, upper = _quantize_constants(float(lo), float(hi), dtype)
+    if offset == 0 and dtype is dtypes.quint8 and _quantizes_per_tensor(x):
+        return _quantize_from_zero_cpu(x, float(scale))
     scaled = x.to(torch.float32) * _scalar(scale, x.device)
     if offset == 0 and lower == 0 and dtype.size < 4:
         return narrow_integers(round_nonnegative_clamped(scaled, float(upper)), dtype)
@@ -127,6 +129,22 @@ def quantize_eigen(x: torch.Tensor, lo: float, hi: float, dtype) -> torch.Tensor
     if dtype.size < 4:      # clamped into the type: only NaN is left to cast as x86 does
         return narrow_integers(q, dtype)
     return to_integers(q, dtype)
+
+
+def _quantizes_per_tensor(x: torch.Tensor) -> bool:
+    """narrow_integers will take x's device through quantize_per_tensor (fbgemm's Quantize)."""
+    return x.device.type == "cpu" and fbgemm.quantize_ready()
+
+
+def _quantize_from_zero_cpu(x: torch.Tensor, scale: float) -> torch.Tensor:
+    """QUANTIZE_WITH_EIGEN into quint8 for a range starting at 0 (offset 0), on the CPU, in
+    four float passes and the narrowing one: floor(x * scale + 0.49999997) is
+    round_half_away wherever the result is >= 0, and below 0 both clamp to 0; the clamp is
+    quantize_per_tensor's own (inf and huge values to 255, as TF's clamp gives them)."""
+    rounded = torch.mul(x.to(torch.float32), scale).add_(JUST_BELOW_HALF).floor_()
+    # NaN as x86's cast gives it (INT_MIN, low bits 0); inf becomes float32's largest
+    q = torch.quantize_per_tensor(rounded.nan_to_num_(0.0), 1.0, 0, torch.quint8)
+    return fbgemm.plain_integers(q)
 
 
 def round_nonnegative_clamped(scaled: torch.Tensor, upper: float) -> torch.Tensor:

@@ -52,6 +52,20 @@ def test_quantize_eigen_matches_the_reference_on_ties_and_specials(t, lo, hi):
     np.testing.assert_array_equal(got.numpy(), want)
 
 
+@pytest.mark.parametrize("lo,hi", [(0.0, 1.0), (0.0, 510.0)])
+@pytest.mark.parametrize("tail", range(1, 9))
+def test_quantize_eigen_from_zero_on_specials_past_the_last_full_vector(lo, hi, tail):
+    """fbgemm's quantize works 8 floats at a time and the remainder one by one: the range
+    starting at 0 leaves clamping to it, so specials and ties must come out right in both."""
+    scale = float(F32(255.0 / F32(F32(hi) - F32(lo))))
+    specials = np.array([np.nan, np.inf, -np.inf, 1e30, -1e30, 3.4e38, 254.5 / scale,
+                         255.5 / scale, -0.5 / scale], F32)
+    for start in range(len(specials) - tail + 1):
+        x = np.concatenate([np.linspace(lo, hi, 8, dtype=F32), specials[start:start + tail]])
+        got = qk.quantize_eigen(torch.from_numpy(x), lo, hi, tf.quint8)
+        np.testing.assert_array_equal(got.numpy(), reference_min_first(x, lo, hi, "quint8"))
+
+
 @covers("QuantizeV2")
 @pytest.mark.parametrize("t", ["quint8", "qint8"])
 @pytest.mark.parametrize("mode,half_to_even", [("MIN_FIRST", False), ("SCALED", False),
