@@ -1,9 +1,11 @@
 """int8 inference against float on an MLP, one torch thread, medians over repeats: the float
 graph in our Session; the int8 graph (QuantizeV2 -> fused QuantizedMatMulWithBias[AndRelu]
 AndRequantize per layer -> Dequantize, ranges calibrated on a float run, built by hand with
-tf.raw_ops) in our Session, with 8-bit and with 7-bit weights; torch eager float; torch's
-dynamic quantization of the same model (the peer). Ratios (of CPU time) above 1: faster than
-our float / than torch's dynamic int8.
+tf.raw_ops) in our Session, with 8-bit and with 7-bit weights; the pass's graphs through
+Session.run and through Session.make_callable (", callable" rows); the same fbgemm calls with
+no engine around them (the floor); torch eager float; torch's dynamic quantization of the same
+model (the peer). Ratios (of CPU time) above 1: faster than our float / than torch's dynamic
+int8.
 Also the unfused QuantizedMatMul kernel with each exact int8 product backend.
 
 Usage: python bench/bench_quantized.py [--repeat 30] [--sizes 1024,1024,1024,10]
@@ -90,12 +92,21 @@ def quantized_weights(w: np.ndarray, bits: int):
     return q, -declared, declared
 
 
-def int8_graph(layers, width: int, calibration: np.ndarray, bits: int):
+def int8_graph(layers, width: int, calibration: np.ndarray, bits: int,
+               scaled_input: bool = False):
+    """With scaled_input (a non-negative input), QuantizeV2 in SCALED mode with HALF_TO_EVEN
+    over [0, max nudged by a few ulps]: one pass of fbgemm's quantize on the CPU instead of
+    MIN_FIRST's four float passes and the narrowing one; the same scale and zero point."""
     outs = float_forward(layers, calibration)
     x = tf.placeholder(tf.float32, [None, width])
-    q = tf.raw_ops.QuantizeV2(input=x, min_range=float(calibration.min()),
-                              max_range=float(calibration.max()), T=tf.quint8,
-                              mode="MIN_FIRST")
+    if scaled_input:
+        q = tf.raw_ops.QuantizeV2(input=x, min_range=0.0,
+                                  max_range=qk.one_pass_scaled_max(float(calibration.max())),
+                                  T=tf.quint8, mode="SCALED", round_mode="HALF_TO_EVEN")
+    else:
+        q = tf.raw_ops.QuantizeV2(input=x, min_range=float(calibration.min()),
+                                  max_range=float(calibration.max()), T=tf.quint8,
+                                  mode="MIN_FIRST")
     h, lo, hi = q.output, q.output_min, q.output_max
     for i, (w, b) in enumerate(layers):
         qw, wlo, whi = quantized_weights(w, bits)
@@ -105,7 +116,8 @@ def int8_graph(layers, width: int, calibration: np.ndarray, bits: int):
             tf.raw_ops.QuantizedMatMulWithBiasAndReluAndRequantize
         h, lo, hi = op(a=h, b=tf.constant(qw, dtype=tf.qint8), bias=b, min_a=lo, max_a=hi,
                        min_b=wlo, max_b=whi, min_freezed_output=-top if last else 0.0,
-                       max_freezed_output=top, Toutput=tf.qint8 if last else tf.quint8)
+                       max_freezed_output=top, Toutput=tf.qint8 if last else tf.quint8,
+                       input_quant_mode="SCALED" if scaled_input and i == 0 else "MIN_FIRST")
     return x, tf.dequantize(h, lo, hi, mode="SCALED")
 
 
@@ -140,6 +152,47 @@ def torch_models(layers):
     return model, dynamic
 
 
+# Session.run rows that also run through Session.make_callable (TF1's API for a repeated step).
+CALLABLE_ROWS = {"our float": "our float, callable",
+                 "our int8, 7-bit w, SCALED in": "int8 7-bit SCALED in, callable",
+                 "quantize_graph int8": "quantize_graph int8, callable"}
+
+
+def bare_int8(layers, calibration: np.ndarray):
+    """The floor under our int8 graph: the same torch calls with no engine around them
+    (quantize_per_tensor of the input, fbgemm linear[_relu] per layer with 7-bit weights and
+    calibrated output scales, dequantize), rounding as torch does, not as TF does."""
+    outs = float_forward(layers, calibration)
+    packed, scales = [], []
+    for i, (w, b) in enumerate(layers):
+        qw, _, top = quantized_weights(w, 7)
+        weight = fbgemm._quantized(torch.from_numpy(np.ascontiguousarray(qw.T)), top / 127, 0)
+        packed.append(torch.ops.quantized.linear_prepack(weight, torch.from_numpy(b)))
+        scales.append(float(np.abs(outs[i]).max()) / (255 if i < len(layers) - 1 else 127))
+    scale_in = float(calibration.max()) / 255
+
+    def run(x: torch.Tensor) -> torch.Tensor:
+        q = torch.quantize_per_tensor(x, scale_in, 0, torch.quint8)
+        for i, (p, scale) in enumerate(zip(packed, scales)):
+            last = i == len(packed) - 1
+            op = torch.ops.quantized.linear if last else torch.ops.quantized.linear_relu
+            q = op(q, p, scale, 128 if last else 0)
+        return q.dequantize()
+    return run
+
+
+def peer_settings(dynamic) -> str:
+    """What torch's dynamic quantization does, read off the quantized model where it can be."""
+    linear = next(m for m in dynamic.modules() if hasattr(m, "_packed_params"))
+    weight = linear.weight()
+    reduce = torch.backends.quantized.engine in ("fbgemm", "x86")
+    return (f"torch dynamic int8: weights {weight.dtype} {weight.qscheme()} (8-bit), "
+            f"activations quint8 per-tensor with min/max measured on every call, "
+            f"reduce_range={reduce} (7-bit activations), float output and ReLU per layer\n"
+            f"ours: weights qint8 per-tensor symmetric in 7 bits ([-64, 64]), activations quint8 "
+            f"per-tensor with calibrated (constant) ranges, 8-bit outputs requantized in fbgemm")
+
+
 def session_row(layers, sizes, batch: int, repeat: int, calibration) -> dict:
     rng = np.random.default_rng(batch)
     x_val = rng.uniform(0.0, 1.0, size=(batch, sizes[0])).astype(np.float32)
@@ -148,6 +201,8 @@ def session_row(layers, sizes, batch: int, repeat: int, calibration) -> dict:
     builds = {"our float": lambda: float_graph(layers, sizes[0]),
               "our int8, 8-bit w": lambda: int8_graph(layers, sizes[0], calibration, 8),
               "our int8, 7-bit w": lambda: int8_graph(layers, sizes[0], calibration, 7),
+              "our int8, 7-bit w, SCALED in": lambda: int8_graph(layers, sizes[0],
+                                                                 calibration, 7, True),
               "quantize_graph int8": lambda: pass_graph(layers, sizes[0], calibration),
               "quantize_graph weights": lambda: pass_graph(layers, sizes[0], calibration,
                                                            "weights")}
@@ -159,9 +214,16 @@ def session_row(layers, sizes, batch: int, repeat: int, calibration) -> dict:
         sessions.append(sess)
         errors[label] = agreement(sess.run(out, {x: x_val}), want)
         functions[label] = functools.partial(sess.run, out, {x: x_val})
+        if label in CALLABLE_ROWS:
+            step = sess.make_callable(out, [x])
+            errors[CALLABLE_ROWS[label]] = agreement(step(x_val), want)
+            functions[CALLABLE_ROWS[label]] = functools.partial(step, x_val)
     model, dynamic = torch_models(layers)
     tx = torch.from_numpy(x_val)
     with torch.no_grad():
+        bare = bare_int8(layers, calibration)
+        errors["bare fbgemm calls"] = agreement(bare(tx).numpy(), want)
+        functions["bare fbgemm calls"] = functools.partial(bare, tx)
         for label, module in (("torch float", model), ("torch dynamic int8", dynamic)):
             errors[label] = agreement(module(tx).numpy(), want)
             functions[label] = functools.partial(module, tx)
@@ -183,10 +245,10 @@ def print_rows(sizes, batch: int, row: dict) -> None:
     base, peer = times["our float"][1], times["torch dynamic int8"][1]
     load = ", ".join(f"{v:.2f}" for v in os.getloadavg())
     print(f"\nMLP {'-'.join(map(str, sizes))}, batch {batch} (load average after: {load})")
-    print(f"  {'':<24}{'wall ms':>9}{'cpu ms':>9}{'cpu range':>16}{'our float/x':>13}"
+    print(f"  {'':<31}{'wall ms':>9}{'cpu ms':>9}{'cpu range':>16}{'our float/x':>13}"
           f"{'torch dyn/x':>13}   max err / argmax")
     for label, (wall, cpu, low, high) in times.items():
-        print(f"  {label:<24}{wall:>9.3f}{cpu:>9.3f}{f'{low:.2f}-{high:.2f}':>16}"
+        print(f"  {label:<31}{wall:>9.3f}{cpu:>9.3f}{f'{low:.2f}-{high:.2f}':>16}"
               f"{base / cpu:>12.2f}x{peer / cpu:>12.2f}x   {errors[label]}")
 
 
@@ -213,6 +275,7 @@ def main() -> None:
     parser.add_argument("--skip-kernel", action="store_true")
     args = parser.parse_args()
     torch.set_num_threads(1)
+    print(peer_settings(torch_models(make_mlp(DIGITS_SIZES))[1]))
     print(f"torch {torch.__version__}, threads {torch.get_num_threads()}, quantized engine "
           f"{torch.backends.quantized.engine}, cpu {torch.backends.cpu.get_cpu_capability()}, "
           f"fbgemm saturates int16 pairs: {fbgemm.pairs_saturate()}; medians of {args.repeat}")

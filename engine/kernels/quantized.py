@@ -6,6 +6,7 @@ MatMul + bias (+ Relu) + requantize ops run on fbgemm on the CPU (quantized_fbge
 from __future__ import annotations
 
 import functools
+import math
 import weakref
 from dataclasses import dataclass
 
@@ -119,6 +120,8 @@ def _quantize_constants(lo: float, hi: float, dtype) -> tuple[F32, F32, F32, F32
 def quantize_eigen(x: torch.Tensor, lo: float, hi: float, dtype) -> torch.Tensor:
     """FloatToQuantizedStruct + QUANTIZE_WITH_EIGEN, in float32."""
     scale, offset, lower, upper = _quantize_constants(float(lo), float(hi), dtype)
+    if offset == 0 and dtype is dtypes.quint8 and _quantizes_per_tensor(x):
+        return _quantize_from_zero_cpu(x, float(scale))
     scaled = x.to(torch.float32) * _scalar(scale, x.device)
     if offset == 0 and lower == 0 and dtype.size < 4:
         return narrow_integers(round_nonnegative_clamped(scaled, float(upper)), dtype)
@@ -127,6 +130,22 @@ def quantize_eigen(x: torch.Tensor, lo: float, hi: float, dtype) -> torch.Tensor
     if dtype.size < 4:      # clamped into the type: only NaN is left to cast as x86 does
         return narrow_integers(q, dtype)
     return to_integers(q, dtype)
+
+
+def _quantizes_per_tensor(x: torch.Tensor) -> bool:
+    """narrow_integers will take x's device through quantize_per_tensor (fbgemm's Quantize)."""
+    return x.device.type == "cpu" and fbgemm.quantize_ready()
+
+
+def _quantize_from_zero_cpu(x: torch.Tensor, scale: float) -> torch.Tensor:
+    """QUANTIZE_WITH_EIGEN into quint8 for a range starting at 0 (offset 0), on the CPU, in
+    four float passes and the narrowing one: floor(x * scale + 0.49999997) is
+    round_half_away wherever the result is >= 0, and below 0 both clamp to 0; the clamp is
+    quantize_per_tensor's own (inf and huge values to 255, as TF's clamp gives them)."""
+    rounded = torch.mul(x.to(torch.float32), scale).add_(JUST_BELOW_HALF).floor_()
+    # NaN as x86's cast gives it (INT_MIN, low bits 0); inf becomes float32's largest
+    q = torch.quantize_per_tensor(rounded.nan_to_num_(0.0), 1.0, 0, torch.quint8)
+    return fbgemm.plain_integers(q)
 
 
 def round_nonnegative_clamped(scaled: torch.Tensor, upper: float) -> torch.Tensor:
@@ -330,12 +349,58 @@ def _scaled_factor(node, lo: float, hi: float, dtype) -> tuple[F32, int, int]:
 def _quantize_scaled(node, x, lo, hi, dtype):
     scale, low, high = _scaled_factor(node, lo, hi, dtype)
     lo, hi = float(F32(F32(low) / scale)), float(F32(F32(high) / scale))
+    if dtype is dtypes.quint8 and low == 0 and node.attr.get("round_mode") == "HALF_TO_EVEN":
+        fast = _quantize_scaled_half_even_cpu(x, float(scale))
+        if fast is not None:
+            return fast, lo, hi
     scaled = x.clamp(lo, hi) * _scalar(scale, x.device)
     rounded = torch.round(scaled) if node.attr.get("round_mode") == "HALF_TO_EVEN" else \
         round_half_away(scaled)
     # x was clamped into the type's range: only NaN is left to cast as x86 does
     return (narrow_integers(rounded, dtype) if dtype.size < 4 else
             to_integers(rounded, dtype)), lo, hi
+
+
+@functools.lru_cache(maxsize=1024)
+def _step_with_reciprocal(factor: float) -> float | None:
+    """A float32 step whose float32 reciprocal is exactly `factor` (None if none is near
+    1 / factor): fbgemm's Quantize multiplies by 1.0f / step, so with it its product is TF's
+    float32 x * factor."""
+    want = F32(factor)
+    step = F32(1.0) / want
+    for candidate in (step, np.nextafter(step, F32(np.inf)), np.nextafter(step, F32(0.0))):
+        if F32(1.0) / F32(candidate) == want:
+            return float(candidate)
+    return None
+
+
+def one_pass_scaled_max(hi: float, tries: int = 64) -> float:
+    """The smallest float32 >= hi (within `tries` steps, else hi) whose SCALED quint8 factor
+    255 / max has a one-pass step on the CPU: a graph that quantizes its input with
+    QuantizeV2(SCALED, HALF_TO_EVEN) over [0, that max] takes the one-pass path, at the cost
+    of a range a few float32 ulps wider."""
+    top = F32(hi)
+    for _ in range(tries):
+        if _step_with_reciprocal(float(F32(255.0) / top)) is not None:
+            return float(top)
+        top = np.nextafter(top, F32(np.inf))
+    return float(F32(hi))
+
+
+def _quantize_scaled_half_even_cpu(x: torch.Tensor, factor: float) -> torch.Tensor | None:
+    """SCALED + HALF_TO_EVEN into quint8 (lowest level 0) in one pass of quantize_per_tensor:
+    round half to even of float32 x * factor, clamped into [0, 255], is what fbgemm computes
+    with the step whose reciprocal is factor; clamping x into [0, 255 / factor] first, as TF
+    does, changes nothing (the product is monotonic, and both ends clamp). NaN (quantize_per_
+    tensor makes it 255, TF 0) and a missing step leave it to the general path (None); a sum
+    that is NaN finds any NaN (and +inf beside -inf, which the general path also takes)."""
+    step = _step_with_reciprocal(factor)
+    if step is None or not _quantizes_per_tensor(x):
+        return None
+    x = x.to(torch.float32).contiguous()
+    if x.numel() and math.isnan(float(x.sum())):
+        return None
+    return fbgemm.plain_integers(torch.quantize_per_tensor(x, step, 0, torch.quint8))
 
 
 @kernel("QuantizeV2", CPU={"T": ALL_Q}, GPU={"T": ALL_Q},

@@ -99,16 +99,31 @@ class Session:
             run_metadata=None):
         if self._closed:
             raise RuntimeError("Attempted to use a closed Session.")
-        _check_run_arguments(options, run_metadata)
+        check_run_arguments(options, run_metadata)
         structure = FetchStructure(self._graph, fetches)
         feeds = resolve_feeds(self._graph, feed_dict)
         if not structure.tensors and not structure.targets:
             for tensor, value in feeds:     # TF still checks the feeds, then runs nothing
                 feed_value(tensor, value)
             return structure.rebuild([])
+        return self.run_step(structure, feeds, options, run_metadata)
+
+    def make_callable(self, fetches, feed_list=None, accept_options: bool = False):
+        """TF1's Session.make_callable: a callable that takes the values of `feed_list`'s
+        keys positionally and returns what `run(fetches, ...)` would; the fetch structure,
+        the feed keys and the plan lookup are resolved here once (step_callable.py)."""
+        from engine.runtime.step_callable import StepCallable
+        return StepCallable(self, fetches, feed_list, accept_options)
+
+    def run_step(self, structure: FetchStructure, feeds, options: RunOptions | None = None,
+                 run_metadata=None, key: tuple | None = None):
+        """One step of resolved fetches and (tensor, value) feeds; `key`, when given, is the
+        plan key tuple those fetches and feeds make at the graph's current version."""
+        if self._closed:
+            raise RuntimeError("Attempted to use a closed Session.")
         with self._lock:
             self._follow_graph_writer()
-            plan = self._plan_for(structure, feeds)
+            plan = self._plan_for(structure, feeds, key)
         values = [feed_value(t, v) for t, v in feeds]
         step = next(self._steps)
         asked = options is not None and options.trace_level > 0
@@ -192,13 +207,11 @@ class Session:
                 self._pool = PartitionThreads()
         return self._pool
 
-    def _plan_for(self, structure: FetchStructure, feeds) -> Plan:
-        version = self._graph.version
-        key = PlanKey(tuple(t.name for t in structure.tensors), tuple(t.name for t, _ in feeds),
-                      tuple(op.name for op in structure.targets), version)
-        plan = self._plans.get(key.as_tuple())
+    def _plan_for(self, structure: FetchStructure, feeds, key: tuple | None = None) -> Plan:
+        plan = self._plans.get(key or plan_key(structure, feeds, self._graph.version))
         if plan is not None:
             return plan
+        key = PlanKey(*plan_key(structure, feeds, self._graph.version))
         self._ensure_placement()
         plan = Plan(key, self._graph.as_graph_def(), self._placement.as_dict(),
                     self._devices_by_name, self._client_device, self._variables)
@@ -339,7 +352,13 @@ def _apply_process_settings(config: ConfigProto, devices):
     return restore
 
 
-def _check_run_arguments(options, run_metadata) -> None:
+def plan_key(structure: FetchStructure, feeds, version: int) -> tuple:
+    """The plan cache's key for these fetches and (tensor, value) feeds at `version`."""
+    return (tuple(t.name for t in structure.tensors), tuple(t.name for t, _ in feeds),
+            tuple(op.name for op in structure.targets), version)
+
+
+def check_run_arguments(options, run_metadata) -> None:
     if options is not None and not isinstance(options, RunOptions):
         raise TypeError(f"Session.run(options=...) takes a tf.RunOptions, got "
                         f"{type(options).__name__} {options!r}")

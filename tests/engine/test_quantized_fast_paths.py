@@ -52,6 +52,73 @@ def test_quantize_eigen_matches_the_reference_on_ties_and_specials(t, lo, hi):
     np.testing.assert_array_equal(got.numpy(), want)
 
 
+@pytest.mark.parametrize("lo,hi", [(0.0, 1.0), (0.0, 510.0)])
+@pytest.mark.parametrize("tail", range(1, 9))
+def test_quantize_eigen_from_zero_on_specials_past_the_last_full_vector(lo, hi, tail):
+    """fbgemm's quantize works 8 floats at a time and the remainder one by one: the range
+    starting at 0 leaves clamping to it, so specials and ties must come out right in both."""
+    scale = float(F32(255.0 / F32(F32(hi) - F32(lo))))
+    specials = np.array([np.nan, np.inf, -np.inf, 1e30, -1e30, 3.4e38, 254.5 / scale,
+                         255.5 / scale, -0.5 / scale], F32)
+    for start in range(len(specials) - tail + 1):
+        x = np.concatenate([np.linspace(lo, hi, 8, dtype=F32), specials[start:start + tail]])
+        got = qk.quantize_eigen(torch.from_numpy(x), lo, hi, tf.quint8)
+        np.testing.assert_array_equal(got.numpy(), reference_min_first(x, lo, hi, "quint8"))
+
+
+def scaled_hard_values(hi: float) -> np.ndarray:
+    """SCALED quint8's ties (x * 255 / hi = n + 0.5), their neighbours, specials, random."""
+    factor = F32(255.0) / F32(hi)
+    ties = ((np.arange(-5, 300) + 0.5) / factor).astype(F32)
+    rng = np.random.default_rng(11)
+    return np.concatenate([
+        ties, np.nextafter(ties, F32(np.inf)), np.nextafter(ties, F32(-np.inf)),
+        np.array([np.inf, 0.0, -0.0, 1e30, -1e30, 3.4e38, -3.4e38], F32),
+        rng.uniform(-hi, 2 * hi, 3001).astype(F32)]).astype(F32)
+
+
+def test_the_one_pass_step_exists_for_most_factors_and_is_exact():
+    """fbgemm multiplies by 1.0f / step: the step is kept only where that is the factor
+    itself; 255 (range [0, 1]) has no such step and takes the general path."""
+    assert qk._step_with_reciprocal(255.0) is None
+    factors = (F32(255.0) / np.linspace(0.01, 100.0, 500).astype(F32)).astype(F32)
+    steps = [qk._step_with_reciprocal(float(f)) for f in factors]
+    assert sum(s is not None for s in steps) > 400
+    assert all(F32(1.0) / F32(s) == f for s, f in zip(steps, factors) if s is not None)
+
+
+@pytest.mark.parametrize("hi", [1.0, 0.9999995, 2.0, 7.3e-5, 0.37])
+def test_one_pass_scaled_max_widens_a_range_by_a_few_ulps_to_a_one_pass_step(hi):
+    top = qk.one_pass_scaled_max(hi)
+    assert F32(hi) <= F32(top) <= F32(hi) * F32(1.0 + 1e-5)
+    assert qk._step_with_reciprocal(float(F32(255.0) / F32(top))) is not None
+
+
+@covers("QuantizeV2")
+@pytest.mark.parametrize("lo,hi", [(0.0, 1.0), (0.0, 0.01), (0.0, 510.0), (-1.0, 2.0),
+                                   (-3.0, 0.37), (0.0, 7.3e-5)])
+@pytest.mark.parametrize("nan", [False, True])
+def test_scaled_half_to_even_quint8_in_one_pass_matches_the_reference(runner, lo, hi, nan):
+    """The one-pass path (fbgemm's Quantize with the step whose reciprocal is the factor)
+    gives TF's bits on ties, neighbours and specials; a NaN (or -inf beside inf) sends the
+    step to the general path, which makes NaN 0."""
+    x = scaled_hard_values(hi)
+    x = np.concatenate([x, np.array([np.nan, -np.inf], F32)]) if nan else x
+    factor = float(F32(255.0) / F32(hi))
+    fast = qk._quantize_scaled_half_even_cpu(torch.from_numpy(x), factor)
+    assert (fast is None) == (nan or qk._step_with_reciprocal(factor) is None)
+    with runner.scope():
+        out = RO.QuantizeV2(input=x, min_range=lo, max_range=hi, T=tf.quint8, mode="SCALED",
+                            round_mode="HALF_TO_EVEN")
+    got = np.asarray(runner.run(out[0]))
+    with warnings.catch_warnings(), np.errstate(invalid="ignore"):
+        warnings.simplefilter("ignore")
+        want = ref.quantize_v2(x, lo, hi, "quint8", mode="SCALED", half_to_even=True)[0]
+    np.testing.assert_array_equal(got, want)
+    if fast is not None:
+        np.testing.assert_array_equal(fast.numpy(), want)
+
+
 @covers("QuantizeV2")
 @pytest.mark.parametrize("t", ["quint8", "qint8"])
 @pytest.mark.parametrize("mode,half_to_even", [("MIN_FIRST", False), ("SCALED", False),
