@@ -66,18 +66,18 @@ _log = logging.getLogger("workbench")
 
 def warm(limit: int = 3, tags_per_run: int = WARM_TAGS) -> None:
     """Reads and downsamples the curves of the newest `limit` healthy runs (their first
-    `tags_per_run` tags, at the default smoothing, for one subplot and for several) before
-    anyone asks, so a fresh server's first visit only draws them; the server starts this in
-    a thread, and a page's own reads go ahead of it (data.background). What fails is left
-    for the page to tell."""
+    `tags_per_run` tags, at the default smoothing; first as several subplots draw them,
+    then as one does, which reads no value again) before anyone asks, so a fresh server's
+    first visit only draws them; the server starts this in a thread, and a page's own reads
+    go ahead of it (data.background). What fails is left for the page to tell."""
     with data.background():
-        for name in data.healthy_run_names()[:limit]:
-            try:
-                for tag in data.tags(name)[:tags_per_run]:
-                    for count in (1, 2):
+        for count in (2, 1):
+            for name in data.healthy_run_names()[:limit]:
+                try:
+                    for tag in data.tags(name)[:tags_per_run]:
                         data.curve(name, tag, DEFAULT_SMOOTHING, subplot_points(count))
-            except Exception as exc:  # noqa: BLE001 -- the page reports it when it is asked
-                _log.info("not warmed: %s: %.200s", name, exc)
+                except Exception as exc:  # noqa: BLE001 -- the page reports it when asked
+                    _log.info("not warmed: %s: %.200s", name, exc)
 
 
 def layout(run: str | None = None, tag: str | None = None, x: str | None = None,
