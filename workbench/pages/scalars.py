@@ -66,18 +66,26 @@ _log = logging.getLogger("workbench")
 
 def warm(limit: int = 3, tags_per_run: int = WARM_TAGS) -> None:
     """Reads and downsamples the curves of the newest `limit` healthy runs (their first
-    `tags_per_run` tags, at the default smoothing; first as several subplots draw them,
-    then as one does, which reads no value again) before anyone asks, so a fresh server's
-    first visit only draws them; the server starts this in a thread, and a page's own reads
-    go ahead of it (data.background). What fails is left for the page to tell."""
+    `tags_per_run` tags, at the default smoothing, as several subplots draw them; then the
+    first tags a visit without a query draws, in one subplot, which reads no value again)
+    before anyone asks, so a fresh server's first visit only draws them. The server starts
+    this in a thread; a page's own reads go ahead of it (data.background). What fails is
+    left for the page to tell."""
+    names = data.healthy_run_names()[:limit]
     with data.background():
-        for count in (2, 1):
-            for name in data.healthy_run_names()[:limit]:
+        for name in names:
+            try:
+                for tag in data.tags(name)[:tags_per_run]:
+                    data.curve(name, tag, DEFAULT_SMOOTHING, subplot_points(2))
+            except Exception as exc:  # noqa: BLE001 -- the page reports it when it is asked
+                _log.info("not warmed: %s: %.200s", name, exc)
+        _, first_tags = tag_choice(names, None)
+        if len(first_tags) == 1:
+            for name in names:
                 try:
-                    for tag in data.tags(name)[:tags_per_run]:
-                        data.curve(name, tag, DEFAULT_SMOOTHING, subplot_points(count))
-                except Exception as exc:  # noqa: BLE001 -- the page reports it when asked
-                    _log.info("not warmed: %s: %.200s", name, exc)
+                    data.curve(name, first_tags[0], DEFAULT_SMOOTHING, subplot_points(1))
+                except Exception:  # noqa: BLE001 -- the page tells what fails
+                    continue
 
 
 def layout(run: str | None = None, tag: str | None = None, x: str | None = None,
