@@ -11,8 +11,8 @@ import contextlib
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable, Hashable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -316,7 +316,9 @@ class _ReadTurns:
     """One curve read at a time, a page's ahead of the warming's (background()). Two threads
     decoding SQLite rows together take longer than one after the other (1.5 M points: 2.55 s
     against 1.50 s here), since the GIL changes hands at every row; and a page asking while
-    the warming reads waits for one read, not for the warming's queue."""
+    the warming reads waits for one read, not for the warming's queue. A read that waited
+    WAIT_S (another one stuck) goes ahead anyway, as every read did before."""
+    WAIT_S = 30.0
 
     def __init__(self) -> None:
         self._changed = threading.Condition()
@@ -325,14 +327,18 @@ class _ReadTurns:
         self._behind_waiting = 0
         self._local = threading.local()
 
-    @contextmanager
+    @contextlib.contextmanager
     def turn(self) -> Iterator[None]:
         behind = getattr(self._local, "background", False)
         with self._changed:
             self._pages_waiting += not behind
             self._behind_waiting += behind
+            deadline = time.monotonic() + self.WAIT_S
             while self._busy or (behind and self._pages_waiting):
-                self._changed.wait()
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                self._changed.wait(left)
             self._pages_waiting -= not behind
             self._behind_waiting -= behind
             self._busy = True
@@ -348,7 +354,7 @@ class _ReadTurns:
         with self._changed:
             return self._pages_waiting, self._behind_waiting
 
-    @contextmanager
+    @contextlib.contextmanager
     def background(self) -> Iterator[None]:
         self._local.background = True
         try:
