@@ -14,7 +14,12 @@ the same run:
      one SELECT per run folder (the floor any listing pays).
 The 1-minute load average is printed beside each figure.
 
-Usage: python bench/bench_scalars.py [--points N] [--runs N] [--servers N] [--no-browser]"""
+With --against DIR the browser part also runs DIR's `workbench serve` (another checkout,
+say main), in turn with this one's, each on the same store at the same time: before and
+after in one machine state.
+
+Usage: python bench/bench_scalars.py [--points N] [--runs N] [--servers N] [--no-browser]
+       [--against DIR]"""
 
 from __future__ import annotations
 
@@ -82,8 +87,8 @@ def every_point_figures(logdir: Path) -> list:
     return figures
 
 
-def server_side(logdir: Path) -> tuple[float, float, int, int]:
-    """(ours s, peer s, our payload bytes, peer payload bytes)."""
+def server_side(logdir: Path) -> tuple[float, float, int, int, int]:
+    """(ours s, peer s, our payload bytes, peer payload bytes, our points per trace)."""
     import plotly.io
 
     from workbench import data
@@ -100,9 +105,11 @@ def server_side(logdir: Path) -> tuple[float, float, int, int]:
         return [plotly.io.to_json(figure) for figure in every_point_figures(logdir)]
 
     ours_s, peer_s = best_time(ours, 3)[0], best_time(peer, 3)[0]
-    our_bytes = sum(len(plotly.io.to_json(g.figure)) for g in ours())
+    graphs = ours()
+    our_bytes = sum(len(plotly.io.to_json(g.figure)) for g in graphs)
     peer_bytes = sum(len(text) for text in peer())
-    return ours_s, peer_s, our_bytes, peer_bytes
+    points = max(len(trace.y) for g in graphs for trace in g.figure.data)
+    return ours_s, peer_s, our_bytes, peer_bytes, points
 
 
 # Installed in every page before its own scripts: the page's clock (ms since navigation)
@@ -154,28 +161,33 @@ def _navigate(driver, url: str) -> Navigation:
     return Navigation(driver.execute_script(CURVES_ARRIVED) / 1000, drawn / 1000, load())
 
 
-def browser(logdir: Path, servers: int = 3, again: int = 3
-            ) -> tuple[list[Navigation], list[Navigation], float] | None:
-    """(first navigations, later navigations, peer s), or None without a driver. Each of
-    `servers` times: `workbench serve` started fresh and a new browser profile (both caches
-    cold), one navigation as soon as the server answers (its warming thread may still be
-    reading), then `again` navigations (plotly.js in the browser's cache, the curves in the
-    server's). The peer: plotly.js drawing the un-downsampled figures on a bare page."""
+def browser(logdir: Path, servers: int = 3, again: int = 3, trees: tuple[Path, ...] = (ROOT,)
+            ) -> tuple[dict, dict, float] | None:
+    """({tree: first navigations}, {tree: later navigations}, peer s), or None without a
+    driver. Each of `servers` times, for each tree (alternating which goes first, so each
+    meets the same machine state): `workbench serve` of that checkout started fresh and a new
+    browser profile (both caches cold), one navigation as soon as the server answers (its
+    warming thread may still be reading), then `again` navigations (plotly.js in the
+    browser's cache, the curves in the server's). The peer: plotly.js drawing the
+    un-downsampled figures on a bare page."""
     import shutil
 
     if not shutil.which("chromedriver"):
         return None
-    first, later = [], []
-    for _ in range(servers):
-        driver = _chromium()
-        try:
-            with Server(ROOT, logdir) as server:
-                url = (f"http://127.0.0.1:{server.port}/scalars?run={','.join(RUNS)}"
-                       f"&tag={','.join(TAGS)}")
-                first.append(_navigate(driver, url))
-                later += [_navigate(driver, f"{url}&x=step&n={k}") for k in range(again)]
-        finally:
-            driver.quit()
+    first = {tree: [] for tree in trees}
+    later = {tree: [] for tree in trees}
+    for k in range(servers):
+        for tree in (trees if k % 2 == 0 else trees[::-1]):
+            driver = _chromium()
+            try:
+                with Server(tree, logdir) as server:
+                    url = (f"http://127.0.0.1:{server.port}/scalars?run={','.join(RUNS)}"
+                           f"&tag={','.join(TAGS)}")
+                    first[tree].append(_navigate(driver, url))
+                    later[tree] += [_navigate(driver, f"{url}&x=step&n={n}")
+                                    for n in range(again)]
+            finally:
+                driver.quit()
     driver = _chromium()
     try:
         peer = _peer_in_browser(driver, logdir)
@@ -256,24 +268,33 @@ def main() -> None:
     parser.add_argument("--no-browser", action="store_true")
     parser.add_argument("--servers", type=int, default=3,
                         help="fresh servers (and browser profiles) to navigate on")
+    parser.add_argument("--against", type=Path, default=None,
+                        help="another checkout (say main) whose server is navigated in turn "
+                             "with this one's, so both meet the same machine state")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         curves_dir, many_dir = Path(tmp) / "curves", Path(tmp) / "many"
         for seed, name in enumerate(RUNS):
             write_run(curves_dir, name, args.points, seed)
         print(f"Scalars: {len(RUNS)} runs x {len(TAGS)} tags x {args.points:,} points")
-        ours, peer, our_bytes, peer_bytes = server_side(curves_dir)
-        print(f"  callback, cold cache        ours {ours:6.3f} s ({our_bytes / 1e6:5.2f} MB)   "
+        ours, peer, our_bytes, peer_bytes, points = server_side(curves_dir)
+        print(f"  callback, cold cache        ours {ours:6.3f} s ({our_bytes / 1e6:5.2f} MB, "
+              f"{points} points a trace)   "
               f"every point {peer:6.3f} s ({peer_bytes / 1e6:6.2f} MB)   ratio "
               f"{ours / peer:.2f}x   {load()}")
-        drawn = None if args.no_browser else browser(curves_dir, args.servers)
+        trees = (ROOT,) if args.against is None else (ROOT, args.against.resolve())
+        drawn = None if args.no_browser else browser(curves_dir, args.servers, trees=trees)
         if drawn is None:
             print("  browser: skipped (no chromedriver, or --no-browser)")
         else:
             first, later, peer = drawn
-            print(f"  navigation -> drawn (goal <= 1 s), first on a fresh server: {spread(first)}")
-            print(f"  navigation -> drawn (goal <= 1 s), later ones:              {spread(later)}")
-            ours = statistics.median(n.drawn for n in later)
+            for tree in trees:
+                name = "" if len(trees) == 1 else f" [{tree}]"
+                print(f"  navigation -> drawn (goal <= 1 s), first on a fresh server{name}: "
+                      f"{spread(first[tree])}")
+                print(f"  navigation -> drawn (goal <= 1 s), later ones{name}:              "
+                      f"{spread(later[tree])}")
+            ours = statistics.median(n.drawn for n in later[ROOT])
             print(f"  plotly.js with every point on a bare page {peer:6.3f} s   ratio "
                   f"{ours / peer:.2f}x   {load()}")
         for k in range(args.runs):

@@ -279,6 +279,21 @@ _NO_TEMPLATE = pio.templates["none"].to_plotly_json()
 _ROW_GAP_PX = 80            # below a subplot: its ticks and x title, then the next one's title
 _COLUMN_GAP = 0.08          # of the width: the right column's value ticks
 _MARGIN = {"l": 50, "r": 10, "t": 30, "b": 60}
+# The figure's plot area in a 1280-pixel window (the page's padding and the margins off),
+# and the pixels a min/max bucket gets: a bucket draws as one vertical stroke, so finer ones
+# would not change a pixel but cost the browser time to draw.
+PLOT_AREA_PX = 1180
+BUCKET_PX = 2
+
+
+def subplot_points(tag_count: int) -> int:
+    """Points a curve keeps in tags_figure of `tag_count` tags: MAX_POINTS in one column;
+    in two (each subplot about 540 px wide at 1280) a bucket every BUCKET_PX pixels, 544
+    points, which halves what the browser draws for the same picture."""
+    if tag_count <= 1:
+        return MAX_POINTS
+    width = PLOT_AREA_PX * (1.0 - _COLUMN_GAP) / 2
+    return min(MAX_POINTS, 2 * int(width // BUCKET_PX) + 2)
 
 
 def tags_figure(curves_by_tag: Mapping[str, Mapping[str, Curve]], x_axis: str = STEP,

@@ -5,7 +5,17 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from viz.scalars import downsample, downsample_indices, scalar_curve, scalars_figure, smooth
+from viz.scalars import (
+    BUCKET_PX,
+    MAX_POINTS,
+    PLOT_AREA_PX,
+    downsample,
+    downsample_indices,
+    scalar_curve,
+    scalars_figure,
+    smooth,
+    subplot_points,
+)
 
 
 def test_smoothing_matches_the_debiased_ema_by_hand():
@@ -127,3 +137,10 @@ def test_a_curve_is_smoothed_over_every_point_then_downsampled():
     np.testing.assert_array_equal(curve.raw, values[keep])
     np.testing.assert_allclose(curve.smoothed, smooth(values, 0.9)[keep])
     assert scalar_curve([0, 1], [1.0, 3.0], 0.0).smoothed.tolist() == [1.0, 3.0]
+
+
+def test_a_subplot_keeps_a_bucket_every_two_pixels_of_its_width():
+    """One column (about 1,180 px at 1280): MAX_POINTS; two (about 540 px each): 544."""
+    assert subplot_points(1) == MAX_POINTS == 1200
+    assert subplot_points(2) == subplot_points(7) == 544
+    assert (subplot_points(2) - 2) // 2 * BUCKET_PX <= PLOT_AREA_PX * 0.46

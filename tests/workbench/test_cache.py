@@ -128,7 +128,7 @@ def test_twenty_requests_for_a_long_series_read_it_once(empty_logdir, monkeypatc
 
     def counted(self, tag):
         reads.append(tag)
-        key = next(key for key in data._cache._flights if key[2] == "drawn_points")
+        key = next(key for key in data._cache._flights if key[2] == "curve_values")
         wait_for_waiters(data._cache, key, 19)
         return original(self, tag)
     monkeypatch.setattr(RunReader, "scalar_values", counted)

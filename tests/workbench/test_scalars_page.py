@@ -111,13 +111,37 @@ def test_warming_reads_every_curve_the_first_visit_draws(three_runs, monkeypatch
 
     scalars.warm(limit=3)
     reads = []
-    original = RunReader.scalar_values
-    monkeypatch.setattr(RunReader, "scalar_values",
-                        lambda self, tag: reads.append(tag) or original(self, tag))
-    scalars.layout(run="lr-0.1,lr-0.01,lr-0.001", tag="accuracy,loss")
+    for name in ("scalar_values", "scalar_points"):
+        original = getattr(RunReader, name)
+        monkeypatch.setattr(RunReader, name, lambda self, *args, _original=original, _name=name:
+                            reads.append(_name) or _original(self, *args))
+    scalars.layout(run="lr-0.1,lr-0.01,lr-0.001", tag="accuracy,loss")     # two columns
+    scalars.layout(run="lr-0.1,lr-0.01,lr-0.001", tag="loss")              # one
     assert reads == []
     data.set_logdir(three_runs / "missing")     # nothing to warm is not an error
     scalars.warm()
+
+
+def test_curves_keep_the_points_their_subplot_can_show(tmp_path):
+    """One tag draws 1,200 points a curve; two or more (two columns, half as wide) 544,
+    each curve's extremes kept (a spike still shows)."""
+    values = np.sin(np.arange(12_000) / 300.0)
+    values[7_345] = 50.0
+    with RunWriter(tmp_path, "long") as writer:
+        for step, value in enumerate(values.tolist()):
+            writer.scalar("loss", value, step, wall_time=T0 + step)
+            if step % 4 == 0:
+                writer.scalar("accuracy", -value, step, wall_time=T0 + step)
+    data.set_logdir(tmp_path)
+    try:
+        (one,) = scalars.curves(["long"], ["loss"], 0.6, None, "step", [])
+        assert {len(trace.y) for trace in one.figure.data} == {1200}
+        (two,) = scalars.curves(["long"], ["loss", "accuracy"], 0.6, None, "step", [])
+        assert {len(trace.y) for trace in two.figure.data} == {544}
+        raw = [t for t in two.figure.data if t.name == "long (raw)" and t.xaxis == "x"][0]
+        assert float(np.max(raw.y)) == 50.0 and 7_345 in raw.x.tolist()
+    finally:
+        data.set_logdir("runs")
 
 
 def test_the_first_fingerprint_of_finished_runs_redraws_nothing(three_runs):

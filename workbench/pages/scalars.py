@@ -13,7 +13,7 @@ from dash import ALL, Input, Output, State, dcc, html
 from dash.exceptions import PreventUpdate
 
 from engine.record.schema import RUNNING
-from viz.scalars import STEP, X_AXES, series_csv, series_json, tags_figure
+from viz.scalars import STEP, X_AXES, series_csv, series_json, subplot_points, tags_figure
 from workbench import data, inputs, live
 from workbench.pages.common import (
     PROBLEMS,
@@ -66,15 +66,26 @@ _log = logging.getLogger("workbench")
 
 def warm(limit: int = 3, tags_per_run: int = WARM_TAGS) -> None:
     """Reads and downsamples the curves of the newest `limit` healthy runs (their first
-    `tags_per_run` tags, at the default smoothing) before anyone asks, so a fresh server's
-    first visit only draws them; the server starts this in a thread. What fails is left
-    for the page to tell."""
-    for name in data.healthy_run_names()[:limit]:
-        try:
-            for tag in data.tags(name)[:tags_per_run]:
-                data.curve(name, tag, DEFAULT_SMOOTHING)
-        except Exception as exc:  # noqa: BLE001 -- the page reports it when it is asked
-            _log.info("not warmed: %s: %.200s", name, exc)
+    `tags_per_run` tags, at the default smoothing, as several subplots draw them; then the
+    first tags a visit without a query draws, in one subplot, which reads no value again)
+    before anyone asks, so a fresh server's first visit only draws them. The server starts
+    this in a thread; a page's own reads go ahead of it (data.background). What fails is
+    left for the page to tell."""
+    names = data.healthy_run_names()[:limit]
+    with data.background():
+        for name in names:
+            try:
+                for tag in data.tags(name)[:tags_per_run]:
+                    data.curve(name, tag, DEFAULT_SMOOTHING, subplot_points(2))
+            except Exception as exc:  # noqa: BLE001 -- the page reports it when it is asked
+                _log.info("not warmed: %s: %.200s", name, exc)
+        _, first_tags = tag_choice(names, None)
+        if len(first_tags) == 1:
+            for name in names:
+                try:
+                    data.curve(name, first_tags[0], DEFAULT_SMOOTHING, subplot_points(1))
+                except Exception:  # noqa: BLE001 -- the page tells what fails
+                    continue
 
 
 def layout(run: str | None = None, tag: str | None = None, x: str | None = None,
@@ -233,17 +244,25 @@ def _view_options(smoothing, x_axis, log_scale, marked_step) -> tuple:
 
 def _figure(tags: list[str], runs: list[str], view: tuple, problems: dict[str, str]):
     """The tags' figure over the runs that have them (None when no run has any); a run that
-    cannot be read goes into `problems` and is skipped from then on."""
+    cannot be read goes into `problems` and is skipped from then on. Each curve keeps the
+    points its subplot's width can show (subplot_points of the tags drawn)."""
     weight, axis, log_y, marked = view
+    present: dict[str, set[str]] = {}
+    for run in runs:
+        try:
+            present[run] = set(data.tags(run))
+        except PROBLEMS as exc:
+            problems[run] = problem_text(exc)
+    drawn_tags = [tag for tag in tags if any(tag in found for found in present.values())]
+    points = subplot_points(len(drawn_tags))
     drawn: dict[str, dict] = {}
-    for tag in tags:
+    for tag in drawn_tags:
         by_run = {}
-        for run in runs:
-            if run in problems:
+        for run, found in present.items():
+            if run in problems or tag not in found:
                 continue
             try:
-                if tag in data.tags(run):
-                    by_run[run] = data.curve(run, tag, weight)
+                by_run[run] = data.curve(run, tag, weight, points)
             except PROBLEMS as exc:
                 problems[run] = problem_text(exc)
         if by_run:
