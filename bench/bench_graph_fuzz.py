@@ -213,6 +213,14 @@ def mutate_side(side: bytes, rng) -> bytes:
     return buf.getvalue()
 
 
+def zipped(members: dict[str, bytes], method: int) -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", method) as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    return buf.getvalue()
+
+
 def compact_archive(doc: dict, side: bytes | None, members: dict | None = None,
                     method: int = zipfile.ZIP_DEFLATED) -> bytes:
     """The compact graph file of a base: its document (arrays: ".") and the side .npz's
@@ -223,11 +231,7 @@ def compact_archive(doc: dict, side: bytes | None, members: dict | None = None,
         with zipfile.ZipFile(io.BytesIO(side)) as npz:
             out.update({i.filename: npz.read(i) for i in npz.infolist()})
     out.update(members or {})
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", method) as archive:
-        for name, data in out.items():
-            archive.writestr(name, data)
-    return buf.getvalue()
+    return zipped(out, method)
 
 
 def npy(value) -> bytes:
@@ -307,11 +311,7 @@ def blob_archive(doc: dict, blob: bytes, members: dict | None = None,
     if blob:
         out["arrays.bin"] = blob
     out.update(members or {})
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", method) as archive:
-        for name, data in out.items():
-            archive.writestr(name, data)
-    return buf.getvalue()
+    return zipped(out, method)
 
 
 SPAN_JUNK = ["t0", [0], [True, 4], [-1, 4], [0.5, 4], [0, 4, 4], None, {"offset": 0},

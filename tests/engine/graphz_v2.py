@@ -13,6 +13,12 @@ from engine import graph_io, graph_json
 from engine.graph_def import GraphDef
 
 
+def members_of(path: Path) -> dict[str, bytes]:
+    """Every member of a zip file, by name."""
+    with zipfile.ZipFile(path) as z:
+        return {i.filename: z.read(i) for i in z.infolist()}
+
+
 def save_v2(graph, path: Path, stacks: bool = False) -> None:
     """`graph` (a Graph or GraphDef) as the version 2 compact writer laid it out."""
     is_graph_def = isinstance(graph, GraphDef)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from graphz_v2 import assert_same_graph_def
+from graphz_v2 import assert_same_graph_def, members_of
 
 import engine as tf
 from engine import graph_io, graph_json, graph_schema
@@ -34,11 +34,6 @@ def _graph():
         total = tf.reduce_sum(big) + tf.cast(tf.reduce_sum(ints), tf.float32)
         tf.identity(tf.matmul(x, w) + total, name="y")
     return g
-
-
-def _members(path: Path) -> dict[str, bytes]:
-    with zipfile.ZipFile(path) as z:
-        return {i.filename: z.read(i) for i in z.infolist()}
 
 
 def _write(path: Path, members: dict, method=zipfile.ZIP_LZMA) -> None:
@@ -67,7 +62,7 @@ def _error(path) -> str:
 def saved(tmp_path):
     path = tmp_path / "g.graphz"
     tf.save_graph(_graph(), path)
-    members = _members(path)
+    members = members_of(path)
     return path, json.loads(members["graph.json"]), members["arrays.bin"]
 
 
@@ -142,7 +137,7 @@ def test_a_training_graph_keeps_its_collections_and_trains(tmp_path):
 
 def test_a_graph_without_large_constants_has_no_blob(tmp_path):
     tf.save_graph(tf.load_graph_def(SAMPLES / "classic_add.json"), tmp_path / "a.graphz")
-    members = _members(tmp_path / "a.graphz")
+    members = members_of(tmp_path / "a.graphz")
     assert list(members) == ["graph.json"] and json.loads(members["graph.json"])["arrays"] is None
     assert [n.name for n in tf.load_graph_def(tmp_path / "a.graphz").node] == ["a", "b", "add"]
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from graphz_v2 import assert_same_graph_def, save_v2
+from graphz_v2 import assert_same_graph_def, members_of, save_v2
 
 import engine as tf
 from engine import graph_io, graph_schema
@@ -35,11 +35,6 @@ def _graph():
     return g
 
 
-def _members(path: Path) -> dict[str, bytes]:
-    with zipfile.ZipFile(path) as z:
-        return {i.filename: z.read(i) for i in z.infolist()}
-
-
 def _write(path: Path, members: dict[str, bytes], method=zipfile.ZIP_DEFLATED) -> None:
     with zipfile.ZipFile(path, "w", method) as z:
         for name, data in members.items():
@@ -57,7 +52,7 @@ def test_graphz_path_is_one_compact_file_that_round_trips_and_trains(tmp_path):
     path = tmp_path / "g.graphz"
     tf.save_graph(g, path)
     assert path.read_bytes()[:4] == b"PK\x03\x04" and list(tmp_path.iterdir()) == [path]
-    members = _members(path)
+    members = members_of(path)
     doc = json.loads(members["graph.json"])
     assert doc["arrays"] == "." and set(members) == {"graph.json", "arrays.bin"}
     assert doc["version"] == 3 and len(members["arrays.bin"]) == 3000 * 4
@@ -83,7 +78,7 @@ def test_compact_is_chosen_by_option_and_read_by_content(tmp_path):
     (tmp_path / "g.json.npz").write_bytes(b"stale")
     tf.save_graph(g, path, compact=True, stacks=True)
     assert not (tmp_path / "g.json.npz").exists()
-    doc = json.loads(_members(path)["graph.json"])
+    doc = json.loads(members_of(path)["graph.json"])
     assert any(n.get("stack") for n in doc["node"])
     assert graph_io.file_format(path) == "compact"
     assert graph_io.graph_file_bytes(path) == path.stat().st_size
@@ -98,7 +93,7 @@ def test_compact_is_chosen_by_option_and_read_by_content(tmp_path):
 def test_a_version_2_compact_file_loads_the_same_trainable_graph(tmp_path):
     g = _graph()
     save_v2(g, tmp_path / "old.graphz")
-    assert set(_members(tmp_path / "old.graphz")) == {"graph.json", "t0.npy"}
+    assert set(members_of(tmp_path / "old.graphz")) == {"graph.json", "t0.npy"}
     tf.save_graph(g, tmp_path / "new.graphz")
     old, new = (tf.load_graph(tmp_path / n) for n in ("old.graphz", "new.graphz"))
     assert_same_graph_def(old.as_graph_def(), new.as_graph_def())
@@ -122,7 +117,7 @@ def saved(tmp_path):
     """A version 2 compact file and its members."""
     path = tmp_path / "g.graphz"
     save_v2(_graph(), path)
-    return path, _members(path)
+    return path, members_of(path)
 
 
 def _error(path) -> str:
