@@ -1,7 +1,7 @@
 """The Text page in a browser at 1280x800: the address's run, tag and step shown, markdown
 drawn and a <script> in a summary shown as text (never run), the slider moving to other
-steps, "show all" listing every step newest first, the view in the address; an unknown
-run is named on the page; no console errors."""
+steps, "show all" listing every step newest first, a page at a time, the view in the
+address; an unknown run is named on the page; no console errors."""
 
 from __future__ import annotations
 
@@ -26,6 +26,8 @@ def logdir(tmp_path_factory):
             run.scalar("loss", 1.0, step)
             run.text("notes", f"**note {step}**\n\n| a | b |\n|---|---|\n| {step} | x |", step)
         run.text("hostile", HOSTILE, 1)
+        for step in range(25):
+            run.text("long", f"entry {step}", step)
     return root
 
 
@@ -56,6 +58,14 @@ def test_the_text_page_follows_the_slider_and_shows_all(dash_duo, logdir):
     assert [head.split(" · ")[2] for head in heads] == ["step 7", "step 3", "step 0"]
     WebDriverWait(dash_duo.driver, WAIT_S).until(
         lambda driver: "all=1" in driver.current_url, message="the address never took all=1")
+
+    open_page(dash_duo, f"/text?run={RUN}&tag=long&all=1")
+    dash_duo.wait_for_contains_text("#text-page-text", "Entries 1–20 of 25")
+    assert dash_duo.find_element("#text-newer-button").get_attribute("disabled")
+    dash_duo.find_element("#text-older-button").click()
+    dash_duo.wait_for_contains_text("#text-page-text", "Entries 21–25 of 25")
+    dash_duo.wait_for_contains_text("#text-entries-div", "entry 0")
+    assert dash_duo.find_element("#text-older-button").get_attribute("disabled")
 
     open_page(dash_duo, f"/text?run={RUN}&tag=hostile")
     dash_duo.wait_for_contains_text("#text-entries-div", "window.textPageRan")

@@ -75,13 +75,13 @@ def test_the_slider_stops_at_steps_with_text_and_shows_the_latest(texts):
     low, high, marks, position, notice = page.step_choice([RUN], ["notes"], None)
     assert (low, high, position, notice) == (0, 2, 2, "")
     assert marks == {0: "0", 1: "4", 2: "9"}
-    entries, line = page.text_view([RUN], ["notes"], position, [])
-    assert line == "Entries 1–1 of 1"
+    entries, line, newer_off, older_off = page.text_view([RUN], ["notes"], position, [])
+    assert line == "Entries 1–1 of 1" and newer_off and older_off
     (markdown,) = _markdowns(entries)
     assert markdown.children == "# step 9\n\nloss is *fine*"
     assert markdown.dangerously_allow_html is False
     assert f"{RUN} · notes · step 9 · " in entries[0].children[0].children
-    entries, _ = page.text_view([RUN], ["notes"], 0, [])
+    entries, *_ = page.text_view([RUN], ["notes"], 0, [])
     assert _markdowns(entries)[0].children.startswith("# step 0")
     # A step in the address is shown; one without text is named, the latest shown.
     assert page.step_choice([RUN], ["notes"], {"step": "4"})[3] == 1
@@ -92,19 +92,22 @@ def test_the_slider_stops_at_steps_with_text_and_shows_the_latest(texts):
 def test_two_runs_share_the_slider_each_shown_at_its_steps(texts):
     _, high, marks, _, _ = page.step_choice([RUN, OTHER], ["notes"], None)
     assert marks == {0: "0", 1: "2", 2: "4", 3: "9"} and high == 3
-    entries, _ = page.text_view([RUN, OTHER], ["notes"], 1, [])
+    entries, *_ = page.text_view([RUN, OTHER], ["notes"], 1, [])
     assert [markdown.children for markdown in _markdowns(entries)] == ["the other run"]
 
 
 def test_show_all_lists_every_step_newest_first_and_pages(texts):
-    entries, line = page.text_view([RUN], ["notes"], None, [page.ALL])
+    entries, line, _, _ = page.text_view([RUN], ["notes"], None, [page.ALL])
     assert [m.children.split("\n")[0] for m in _markdowns(entries)] == [
         "# step 9", "# step 4", "# step 0"]
     assert line == "Entries 1–3 of 3"
-    entries, line = page.text_view([RUN], ["long"], None, [page.ALL], 0)
+    entries, line, newer_off, older_off = page.text_view([RUN], ["long"], None, [page.ALL], 0)
     assert len(entries) == page.PAGE_ENTRIES and line == "Entries 1–20 of 45"
+    assert newer_off and not older_off
+    assert page.text_view([RUN], ["long"], None, [page.ALL], 1)[2:] == (False, False)
+    assert page.text_view([RUN], ["long"], None, [page.ALL], 2)[2:] == (False, True)
     assert _markdowns(entries)[0].children == "entry 44"
-    entries, line = page.text_view([RUN], ["long"], None, [page.ALL], 2)
+    entries, line, _, _ = page.text_view([RUN], ["long"], None, [page.ALL], 2)
     assert line == "Entries 41–45 of 45" and _markdowns(entries)[-1].children == "entry 0"
     assert page.text_view([RUN], ["long"], None, [page.ALL], 99)[1] == "Entries 41–45 of 45"
     assert page.slider_disabled([page.ALL]) and not page.slider_disabled([])
@@ -120,10 +123,10 @@ def test_paging_buttons_turn_pages_and_other_changes_start_again():
 
 
 def test_hostile_text_is_drawn_as_text_and_a_huge_entry_is_clipped(texts):
-    entries, _ = page.text_view([RUN], ["hostile"], None, [])
+    entries, *_ = page.text_view([RUN], ["hostile"], None, [])
     (markdown,) = _markdowns(entries)
     assert markdown.children == HOSTILE and markdown.dangerously_allow_html is False
-    entries, _ = page.text_view([RUN], ["huge"], None, [])
+    entries, *_ = page.text_view([RUN], ["huge"], None, [])
     (markdown,) = _markdowns(entries)
     assert len(markdown.children) == page.MAX_CHARS
     note = entries[0].children[-1]
@@ -149,8 +152,9 @@ def test_runs_without_text_and_hostile_inputs_answer_with_messages(texts, text_o
             (["../etc"], ["notes"], None, []), (5, ["notes"], None, []),
             ([RUN], {"a": 1}, None, []), ([RUN], ["notes"], 99, []),
             ([RUN], ["notes"], "x", []), ([RUN], ["notes"], None, 3)):
-        entries, line = page.text_view(runs, tags, position, show_all)
+        entries, line, newer_off, older_off = page.text_view(runs, tags, position, show_all)
         assert line == "" and text_of(entries), (runs, tags, position, show_all)
+        assert newer_off and older_off
     assert page.step_choice([RUN], ["notes"], {"step": "-1"})[4].startswith("The step in the")
     assert page.run_choice(["not", "a", "dict"])[1] == [RUN]
 
@@ -173,7 +177,7 @@ def test_an_event_file_run_shows_its_text(tmp_path):
         tag = "notes/text_summary"
         assert page.tag_choice(chosen, None, None)[1] == [tag]
         assert page.step_choice(chosen, [tag], None)[:4] == (0, 0, {0: "0"}, 0)
-        entries, line = page.text_view(chosen, [tag], 0, [])
+        entries, line, _, _ = page.text_view(chosen, [tag], 0, [])
         assert [m.children for m in _markdowns(entries)] == ["written by torch"]
         assert line == "Entries 1–1 of 1"
         # With no run in the address, a run that logged text is chosen: the torch one.
@@ -181,3 +185,55 @@ def test_an_event_file_run_shows_its_text(tmp_path):
     finally:
         data.set_logdir("runs")
         clear_memo()
+
+
+def test_a_running_run_wakes_the_page_and_the_slider_follows_the_latest(tmp_path):
+    from dash import no_update
+
+    from workbench.pages.common import follow
+
+    data.set_logdir(tmp_path)
+    try:
+        with RunWriter(tmp_path, "live") as run:
+            for step in (0, 2):
+                run.text("notes", f"note {step}", step)
+            run.flush()
+            _, off, first = follow(("live",), None, page.LIVE_PARTS)
+            assert off is False and first["runs"]["live"]["text_tags"] == ["notes"]
+            assert page.step_choice(["live"], ["notes"], None)[1:4:2] == (1, 1)
+            tick = {"runs": {}, "changed": ["steps"]}
+            assert page.step_choice(["live"], ["notes"], None, 1, 1, tick) == (no_update,) * 5
+            run.text("notes", "note 4", 4)
+            run.text("more", "a new tag", 4)
+            run.flush()
+            _, _, second = follow(("live",), first, page.LIVE_PARTS)
+            assert second["changed"] == ["steps", "text_tags"]
+            at_latest = page.step_choice(["live"], ["notes"], None, 1, 1, tick)
+            assert at_latest[1] == 2 and at_latest[3] == 2
+            kept = page.step_choice(["live"], ["notes"], None, 0, 1, tick)
+            assert kept[1] == 2 and kept[3] is no_update
+            assert page.tag_choice(["live"], ["notes"], None, tick) == (
+                ["more", "notes"], no_update, no_update)
+            entries, *_ = page.text_view(["live"], ["notes"], 2, [])
+            assert [m.children for m in _markdowns(entries)] == ["note 4"]
+    finally:
+        data.set_logdir("runs")
+
+
+def test_the_layout_takes_show_all_from_the_address():
+    def checked(layout) -> list:
+        found = []
+
+        def walk(node):
+            if getattr(node, "id", None) == page.ALL_CHECK:
+                found.append(node.value)
+            children = getattr(node, "children", None)
+            for child in children if isinstance(children, list) else [children]:
+                if child is not None and not isinstance(child, str):
+                    walk(child)
+        walk(layout)
+        return found
+
+    assert checked(page.layout(run="a", all="1")) == [[page.ALL]]
+    assert checked(page.layout(run="a")) == [[]]
+    assert checked(page.layout(all=["odd"])) == [[]]

@@ -63,7 +63,8 @@ def _shows_all(value: Any) -> bool:
 
 
 def layout(run: str | None = None, tag: str | None = None, step: str | None = None,
-           all: str | None = None, **_query) -> html.Div:  # noqa: A002 -- the address's name
+           **query) -> html.Div:
+    shows_all = _shows_all(query.get(ALL))     # `all=1`: a name not to shadow as a parameter
     return html.Div([
         page_header("Text", "Text logged by summaries (markdown; raw HTML is shown as text), "
                             "newest first: at the slider's step, or at every step."),
@@ -75,7 +76,7 @@ def layout(run: str | None = None, tag: str | None = None, step: str | None = No
             labelled("Tags", dcc.Dropdown(id=TAG_DROPDOWN, multi=True)),
             labelled("Steps", dcc.Checklist(
                 id=ALL_CHECK, options=[{"label": "Show all", "value": ALL}],
-                value=[ALL] if _shows_all(all) else [], inline=True)),
+                value=[ALL] if shows_all else [], inline=True)),
             html.Div(className="control", children=[
                 html.A("Link to this view", id=VIEW_LINK, href=PATH, className="view-link")]),
         ]),
@@ -245,20 +246,20 @@ def _page_of(count: int, page: Any) -> int:
 
 
 def _listed(problem: str) -> tuple:
-    return [message(problem)], ""
+    return [message(problem)], "", True, True
 
 
 @answers(_listed)
 def text_view(runs: Any, tags: Any, position: Any, show_all: Any, page: Any = 0) -> tuple:
-    """(the entries drawn, the paging line): each chosen (run, tag)'s entries at the
-    slider's step (the latest when none is chosen), or at every step with "show all",
-    newest first, PAGE_ENTRIES at a time from `page` (0 the newest)."""
+    """(the entries drawn, the paging line, whether Newer and Older are off): each chosen
+    (run, tag)'s entries at the slider's step (the latest when none is chosen), or at every
+    step with "show all", newest first, PAGE_ENTRIES at a time from `page` (0 the newest)."""
     if not inputs.text_list(runs, "the runs") or not inputs.text_list(tags, "the tags"):
-        return [message("Choose at least one run and one text tag.")], ""
+        return _listed("Choose at least one run and one text tag.")
     pairs = _pairs(runs, tags)
     found = [(run, record) for run, tag in pairs for record in data.texts(run, tag)]
     if not found:
-        return [message("None of the chosen runs logged text under the chosen tags.")], ""
+        return _listed("None of the chosen runs logged text under the chosen tags.")
     if not slider_disabled(show_all):
         steps = sorted({record.step for _, record in found})
         chosen = slider_position(position, len(steps))
@@ -271,7 +272,8 @@ def text_view(runs: Any, tags: Any, position: Any, show_all: Any, page: Any = 0)
     start = page * PAGE_ENTRIES
     shown = ordered[start:start + PAGE_ENTRIES]
     line = f"Entries {start + 1}–{start + len(shown)} of {len(ordered)}"
-    return [entry(run, record) for run, record in shown], line
+    older = start + len(shown) < len(ordered)
+    return [entry(run, record) for run, record in shown], line, page == 0, not older
 
 
 @answers(lambda _problem: PATH)
@@ -330,6 +332,7 @@ def register_callbacks(app: dash.Dash) -> None:
                  Input(TAG_DROPDOWN, "value"), Input(STEP_SLIDER, "value"),
                  Input(ALL_CHECK, "value"), State(PAGE_STORE, "data"))(_turned)
     app.callback(Output(ENTRIES_DIV, "children"), Output(PAGE_TEXT, "children"),
+                 Output(NEWER_BUTTON, "disabled"), Output(OLDER_BUTTON, "disabled"),
                  Input(RUN_DROPDOWN, "value"), Input(TAG_DROPDOWN, "value"),
                  Input(STEP_SLIDER, "value"), Input(ALL_CHECK, "value"),
                  Input(PAGE_STORE, "data"), Input(LIVE["store"], "data"))(
