@@ -25,10 +25,11 @@ from workbench.pages import (
     replay,
     runs,
     scalars,
+    text,
     timeline,
 )
 
-PAGES = (runs, graph, placement, scalars, histograms, images, timeline, alerts, compare,
+PAGES = (runs, graph, placement, scalars, histograms, images, text, timeline, alerts, compare,
          replay, pruning, quantization)
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
 TITLE = "Workbench"

@@ -247,6 +247,14 @@ def images(name: str, tag: str) -> list:
     return _query(name, "images", tag)
 
 
+def text_tags(name: str) -> list[str]:
+    return _query(name, "text_tags")
+
+
+def texts(name: str, tag: str) -> list:
+    return _query(name, "texts", tag)
+
+
 def scalars(name: str, tag: str) -> tuple[np.ndarray, np.ndarray]:
     return _query(name, "scalars", tag)
 

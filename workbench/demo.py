@@ -110,8 +110,10 @@ def train_mlp(logdir: str, run_name: str, learning_rate: float, steps: int, batc
     rng = np.random.RandomState(seed + 1)
     with tf.Session(graph=model.graph, config=config, logdir=logdir, run_name=run_name) as sess:
         writer = sess.run_writer
-        writer.set_config({"model": "mlp 64-64-32-10", "learning_rate": learning_rate,
-                           "batch": batch, "steps": steps, "data": "sklearn digits"})
+        run_config = {"model": "mlp 64-64-32-10", "learning_rate": learning_rate,
+                      "batch": batch, "steps": steps, "data": "sklearn digits"}
+        writer.set_config(run_config)
+        record_config_text(writer, run_config)
         sess.run(model.init)
         for step in range(1, steps + 1):
             idx = rng.randint(0, len(x_train), batch)
@@ -134,6 +136,14 @@ def train_mlp(logdir: str, run_name: str, learning_rate: float, steps: int, batc
                                f"(learning rate {learning_rate})", steps)
         path = writer.path
     return str(path), accuracy
+
+
+def record_config_text(writer, config: dict, step: int = 0) -> None:
+    """The run's settings as a markdown table under the text tag "config" (the Text page
+    draws it as TensorBoard would)."""
+    rows = "\n".join(f"| {key} | `{value}` |" for key, value in config.items())
+    writer.text("config", f"**Settings of this run**\n\n| setting | value |\n|---|---|\n{rows}",
+                step)
 
 
 def digit_tiles(images: np.ndarray, per_row: int = 8) -> np.ndarray:

@@ -32,6 +32,7 @@ PARTS: dict[str, Part] = {
     "placements": lambda name, info: len(data.placements(name)),
     "histogram_tags": lambda name, info: data.histogram_tags(name),
     "image_tags": lambda name, info: data.image_tags(name),
+    "text_tags": lambda name, info: data.text_tags(name),
     "pruning": lambda name, info: _pruning(name),
     "quantization": lambda name, info: _quantization(name),
 }

@@ -89,6 +89,7 @@ FILLED = {
     "Scalars": "#scalars-curves-div .js-plotly-plot .scatterlayer .trace",
     "Histograms": "#histograms-figures-div .js-plotly-plot .scatterlayer .trace",
     "Images": "#images-picture-img",
+    "Text": "#text-entries-div .text-entry",
     "Timeline": "#timeline-bars-graph .barlayer .point",
     "Alerts": ".alerts-table .alert-link",
     "Compare": "#compare-diff-table-div table",

@@ -31,7 +31,8 @@ def broken(broken_logdir):
 def test_the_broken_run_is_chosen_and_its_first_alert_listed(broken, text_of):
     _, failed = broken
     assert failed is not None and failed <= 40
-    options, chosen = alerts.run_choice(None)
+    options, chosen, notice = alerts.run_choice(None)
+    assert notice == ""
     assert {o["value"] for o in options} == {"broken", "healthy"}
     assert chosen == ["broken"]             # the runs that have alerts
     rows, messages, style, selected = alerts.alerts_table(chosen)
@@ -51,10 +52,12 @@ def test_the_broken_run_is_chosen_and_its_first_alert_listed(broken, text_of):
 
 def test_the_address_chooses_the_run(broken):
     """/alerts?run=NAME: that run alone, even one without alerts; a name that is no run
-    falls back to every run that has alerts."""
-    assert alerts.run_choice("healthy")[1] == ["healthy"]
-    assert alerts.run_choice("broken")[1] == ["broken"]
-    assert alerts.run_choice("nope")[1] == ["broken"]
+    falls back to every run that has alerts, and the page names it (as every page does)."""
+    assert alerts.run_choice("healthy")[1:] == (["healthy"], "")
+    assert alerts.run_choice("broken")[1:] == (["broken"], "")
+    assert alerts.run_choice("nope")[1:] == (
+        ["broken"], "No readable run named 'nope' in the log directory; showing broken.")
+    assert alerts.run_choice("")[2] == ""
 
 
 def test_a_run_without_alerts_says_how_to_get_them(broken, text_of):

@@ -81,7 +81,7 @@ def test_create_app_registers_pages_in_order(recorded):
     app = create_app(recorded.logdir)
     registered = [page["path"] for page in dash.page_registry.values()]
     assert registered == [page.PATH for page in PAGES] == [
-        "/", "/graph", "/placement", "/scalars", "/histograms", "/images", "/timeline",
+        "/", "/graph", "/placement", "/scalars", "/histograms", "/images", "/text", "/timeline",
         "/alerts", "/compare", "/replay", "/pruning", "/quantization"]
     client = app.server.test_client()
     assert client.get("/graph?run=mlp-lr0.5").status_code == 200

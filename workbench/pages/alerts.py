@@ -28,6 +28,7 @@ from workbench.pages.common import (
     problem_text,
     register_live,
     run_choices,
+    run_notice,
     run_options,
 )
 
@@ -37,6 +38,7 @@ LOSS_TAG = "loss"
 
 QUERY_STORE = "alerts-query-store"
 RUN_DROPDOWN = "alerts-run-dropdown"
+NOTICE_TEXT = "alerts-notice-text"
 LIVE = live_ids("alerts")
 LIVE_PARTS = ("alerts",)
 TABLE = "alerts-table"
@@ -78,6 +80,7 @@ def layout(run: str | None = None, **_query) -> html.Div:
         html.Div(className="controls", children=[
             labelled("Runs", dcc.Dropdown(id=RUN_DROPDOWN, multi=True)),
         ]),
+        html.P(id=NOTICE_TEXT, className="message notice"),
         live_follow("alerts"),
         loading(TABLE_LOADING, html.Div(id=MESSAGES_DIV)),
         html.Div(id=TABLE_DIV, className="alerts-table", style=_HIDDEN, children=_table()),
@@ -85,16 +88,18 @@ def layout(run: str | None = None, **_query) -> html.Div:
     ])
 
 
-@answers(lambda problem: ([], []))
-def run_choice(requested: str | None) -> tuple[list[dict], list[str]]:
+@answers(lambda problem: ([], [], problem))
+def run_choice(requested: str | None) -> tuple[list[dict], list[str], str]:
     """Every readable run as an option; the requested one chosen, else every run that has
-    alerts (every readable run when none has)."""
+    alerts (every readable run when none has), with a notice naming a requested run that
+    is not there (as every page does)."""
     names, healthy = run_choices()
     options = run_options(names, frozenset(names) - frozenset(healthy))
     if isinstance(requested, str) and requested in names:
-        return options, [requested]
-    alarmed = [name for name in names if _alerts_or_none(name)]
-    return options, alarmed or names
+        return options, [requested], ""
+    chosen = [name for name in names if _alerts_or_none(name)] or names
+    shown = ", ".join(chosen[:3]) + (f" and {len(chosen) - 3} more" if len(chosen) > 3 else "")
+    return options, chosen, run_notice(requested, shown or None)
 
 
 def _alerts_or_none(name: str) -> list:
@@ -204,7 +209,7 @@ def _table_input_first(runs, live_state, selected_ids, selected_rows):
 
 def register_callbacks(app: dash.Dash) -> None:
     app.callback(Output(RUN_DROPDOWN, "options"), Output(RUN_DROPDOWN, "value"),
-                 Input(QUERY_STORE, "data"))(run_choice)
+                 Output(NOTICE_TEXT, "children"), Input(QUERY_STORE, "data"))(run_choice)
     app.callback(Output(TABLE, "data"), Output(MESSAGES_DIV, "children"),
                  Output(TABLE_DIV, "style"), Output(TABLE, "selected_rows"),
                  Input(RUN_DROPDOWN, "value"), Input(LIVE["store"], "data"),
