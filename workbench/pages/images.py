@@ -16,7 +16,7 @@ from PIL import Image
 
 from engine.record.schema import ImageRecord
 from workbench import data
-from workbench.inputs import MAX_STEP, BadInput, clipped
+from workbench.inputs import BadInput, clipped, step_number
 from workbench.pages.common import (
     PROBLEMS,
     answers,
@@ -33,11 +33,11 @@ from workbench.pages.common import (
     run_notice,
     run_options,
 )
+from workbench.pages.step_slider import followed_steps, slider_position, step_marks
 
 PATH = "/images"
 NAME = "Images"
 MIN_SIDE = 256                 # images smaller than this are scaled up by a whole factor
-MAX_MARK_LABELS = 10           # slider stops beyond these are unlabelled ticks
 
 QUERY_STORE = "images-query-store"
 RUN_DROPDOWN = "images-run-dropdown"
@@ -74,17 +74,6 @@ def layout(run: str | None = None, tag: str | None = None, step: str | None = No
         html.P(id=STEP_NOTICE_TEXT, className="message notice"),
         loading(IMAGE_LOADING, html.Div(id=IMAGE_DIV)),
     ])
-
-
-def step_number(value: Any, what: str = "the step") -> int | None:
-    """A step from the address (digits, or an int); None when none."""
-    if value is None or value == "":
-        return None
-    if isinstance(value, str) and len(value) <= 20 and value.strip().isdigit():
-        value = int(value.strip())
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_STEP:
-        raise BadInput(f"{what} must be a step number from 0, got {clipped(value)}")
-    return value
 
 
 def _query(query: Any) -> dict:
@@ -129,15 +118,6 @@ def tag_choice(run: str | None, query: dict | None, current: Any = None,
     return tags, requested if requested in tags else (tags[0] if tags else None)
 
 
-def _marks(steps: list[int]) -> dict:
-    """Slider position -> its step's label, on at most MAX_MARK_LABELS positions (first and
-    last kept): the others are unlabelled stops."""
-    last = len(steps) - 1
-    labelled_at = set(range(len(steps))) if len(steps) <= MAX_MARK_LABELS else {
-        round(i * last / (MAX_MARK_LABELS - 1)) for i in range(MAX_MARK_LABELS)}
-    return {i: str(step) for i, step in enumerate(steps) if i in labelled_at}
-
-
 def image_steps(run: str, tag: Any) -> list[int]:
     """The steps that logged an image under the tag, ascending: the slider's stops."""
     return sorted({record.step for record in _records(run, tag)})
@@ -162,7 +142,7 @@ def step_choice(run: str | None, tag: str | None, query: dict | None, position: 
     if not unique:
         return (*_NO_STEPS, f"Tag {tag} of {run} has no image.")
     if live is not None:
-        return _followed_steps(unique, position, last)
+        return followed_steps(unique, position, last)
     query = _query(query)
     requested = step_number(query.get("step"), "the step in the address")
     notice = ""
@@ -173,23 +153,7 @@ def step_choice(run: str | None, tag: str | None, query: dict | None, position: 
         else:
             notice = (f"Step {requested} of {run} has no {tag} image; showing the latest, "
                       f"step {chosen}.")
-    return 0, len(unique) - 1, _marks(unique), unique.index(chosen), notice
-
-
-def _followed_steps(unique: list[int], position: Any, last: Any) -> tuple:
-    newest = len(unique) - 1
-    position, last = _whole(position), _whole(last)
-    if last == newest:
-        return (dash.no_update,) * 5           # no new step: the slider stays as it is
-    at_latest = position is None or position == last or not 0 <= position <= newest
-    return 0, newest, _marks(unique), newest if at_latest else dash.no_update, dash.no_update
-
-
-def _whole(value: Any) -> int | None:
-    """A slider position sent back (an int, or an integral float), else None."""
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    return 0, len(unique) - 1, step_marks(unique), unique.index(chosen), notice
 
 
 def _records(run: str, tag: Any) -> list[ImageRecord]:
@@ -224,19 +188,6 @@ def caption(run: str, record: ImageRecord, scale: int) -> str:
     when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(record.wall_time))
     size = f"{record.width}×{record.height} px" + (f", drawn ×{scale}" if scale > 1 else "")
     return f"{run} · {record.tag} · step {record.step} · {when} · {size}"
-
-
-def slider_position(value: Any, count: int) -> int | None:
-    """A slider position (0..count-1; an integral float as the slider may send); None when
-    none is chosen yet."""
-    if value is None:
-        return None
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < count:
-        raise BadInput(f"the step slider's position must be a whole number from 0 to "
-                       f"{count - 1}, got {clipped(value)}")
-    return value
 
 
 @answers(lambda problem: [message(problem)])

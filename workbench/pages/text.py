@@ -14,7 +14,7 @@ from dash import Input, Output, State, dcc, html
 
 from engine.record.schema import TextRecord
 from workbench import data, inputs
-from workbench.inputs import clipped
+from workbench.inputs import clipped, step_number
 from workbench.pages.common import (
     PROBLEMS,
     answers,
@@ -30,7 +30,7 @@ from workbench.pages.common import (
     run_notice,
     run_options,
 )
-from workbench.pages.images import _followed_steps, _marks, slider_position, step_number
+from workbench.pages.step_slider import followed_steps, slider_position, step_marks
 
 PATH = "/text"
 NAME = "Text"
@@ -182,7 +182,7 @@ def step_choice(runs: Any, tags: Any, query: dict | None, position: Any = None,
     if not unique:
         return (*_NO_STEPS, "")
     if live is not None:
-        return _followed_steps(unique, position, last)
+        return followed_steps(unique, position, last)
     requested = step_number(_query(query).get("step"), "the step in the address")
     chosen, notice = unique[-1], ""
     if requested is not None and requested != chosen:
@@ -190,7 +190,7 @@ def step_choice(runs: Any, tags: Any, query: dict | None, position: Any = None,
             chosen = requested
         else:
             notice = f"No text at step {requested}; showing the latest, step {chosen}."
-    return 0, len(unique) - 1, _marks(unique), unique.index(chosen), notice
+    return 0, len(unique) - 1, step_marks(unique), unique.index(chosen), notice
 
 
 def slider_disabled(show_all: Any) -> bool:
