@@ -5,6 +5,7 @@ follow (the run-status banner, its poll and the fingerprint store that wakes the
 from __future__ import annotations
 
 import functools
+import json
 import logging
 import sqlite3
 import time
@@ -53,6 +54,25 @@ def run_options(names: list[str], damaged: frozenset[str] = frozenset()) -> list
 def run_choices() -> tuple[list[str], list[str]]:
     """(every readable run, the healthy ones), newest first."""
     return data.readable_run_names(), data.healthy_run_names()
+
+
+def address_setter(path: str) -> str:
+    """A clientside callback body that puts the view's address (its input, an href) into the
+    address bar without navigating, as the Replay page does; only while the page at `path` is
+    shown, since a link followed away may fire it once more."""
+    return """
+function (href) {
+    if (typeof href !== "string" || !window.location.pathname.endsWith(PAGE_PATH)) {
+        return window.dash_clientside.no_update;
+    }
+    const address = new URL(href, window.location.href);
+    const shown = window.location.pathname + window.location.search;
+    if (address.pathname + address.search !== shown) {
+        window.history.replaceState(window.history.state, "", address.pathname + address.search);
+    }
+    return href;
+}
+""".replace("PAGE_PATH", json.dumps(path))
 
 
 def loading(component_id: str, children) -> dcc.Loading:

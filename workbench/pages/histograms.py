@@ -15,6 +15,7 @@ from viz.histograms import MODES, OFFSET, distribution_figure, histogram_figure
 from workbench import data, inputs, live
 from workbench.pages.common import (
     PROBLEMS,
+    address_setter,
     answers,
     keep_zooms,
     labelled,
@@ -214,23 +215,6 @@ def view_link(runs, tags, mode) -> str:
     return f"{PATH}?{encoded}" if encoded else PATH
 
 
-# The view's address in the address bar, without navigating (the replay page's way): only
-# while this page is shown, since a link followed away may fire it once more.
-_SET_ADDRESS = """
-function (href) {
-    if (typeof href !== "string" || !window.location.pathname.endsWith("/histograms")) {
-        return window.dash_clientside.no_update;
-    }
-    const address = new URL(href, window.location.href);
-    const shown = window.location.pathname + window.location.search;
-    if (address.pathname + address.search !== shown) {
-        window.history.replaceState(window.history.state, "", address.pathname + address.search);
-    }
-    return href;
-}
-"""
-
-
 def _unchanged(_problem: str = ""):
     """A wildcard output takes a list or nothing: no update is PreventUpdate there."""
     raise PreventUpdate
@@ -288,7 +272,7 @@ def register_callbacks(app: dash.Dash) -> None:
                  Input(TAG_DROPDOWN, "value"), Input(MODE_RADIO, "value"))(figures)
     app.callback(Output(VIEW_LINK, "href"), Input(RUN_DROPDOWN, "value"),
                  Input(TAG_DROPDOWN, "value"), Input(MODE_RADIO, "value"))(view_link)
-    app.clientside_callback(_SET_ADDRESS, Output(ADDRESS_STORE, "data"),
+    app.clientside_callback(address_setter(PATH), Output(ADDRESS_STORE, "data"),
                             Input(VIEW_LINK, "href"), prevent_initial_call=True)
     every = {"type": GRAPH, "kind": ALL, "run": ALL, "tag": ALL, "mode": ALL}
     app.callback(Output(every, "figure"), State(every, "id"), State(MODE_RADIO, "value"),

@@ -17,6 +17,7 @@ from workbench import data, inputs
 from workbench.inputs import clipped, step_number
 from workbench.pages.common import (
     PROBLEMS,
+    address_setter,
     answers,
     labelled,
     live_follow,
@@ -292,21 +293,6 @@ def view_link(runs: Any, tags: Any, position: Any, show_all: Any) -> str:
     return f"{PATH}?{encoded}" if encoded else PATH
 
 
-_SET_ADDRESS = """
-function (href) {
-    if (typeof href !== "string" || !window.location.pathname.endsWith("/text")) {
-        return window.dash_clientside.no_update;
-    }
-    const address = new URL(href, window.location.href);
-    const shown = window.location.pathname + window.location.search;
-    if (address.pathname + address.search !== shown) {
-        window.history.replaceState(window.history.state, "", address.pathname + address.search);
-    }
-    return href;
-}
-"""
-
-
 @answers(lambda _problem: True)
 def checked_slider_disabled(show_all: Any) -> bool:
     return slider_disabled(show_all)
@@ -341,6 +327,6 @@ def register_callbacks(app: dash.Dash) -> None:
     app.callback(Output(VIEW_LINK, "href"), Input(RUN_DROPDOWN, "value"),
                  Input(TAG_DROPDOWN, "value"), Input(STEP_SLIDER, "value"),
                  Input(ALL_CHECK, "value"))(view_link)
-    app.clientside_callback(_SET_ADDRESS, Output(ADDRESS_STORE, "data"),
+    app.clientside_callback(address_setter(PATH), Output(ADDRESS_STORE, "data"),
                             Input(VIEW_LINK, "href"), prevent_initial_call=True)
     register_live(app, "text", (RUN_DROPDOWN,), LIVE_PARTS)
