@@ -46,6 +46,38 @@ def run_notice(requested: Any, chosen: str | None) -> str:
     return f"No readable run named {clipped(requested)} in the log directory{instead}."
 
 
+def choose_runs(requested: Any, has_data: Callable[[str], Any]
+                ) -> tuple[list[dict], list[str], str]:
+    """(every readable run as an option, the runs chosen, a notice) for a page showing several
+    runs: the runs the address names (comma-separated), else the newest healthy run for which
+    `has_data` is true (asked run by run, newest first, so a logdir of hundreds of runs is not
+    read whole to open the page; a run it cannot read is passed over), else the newest
+    healthy run; the notice names a run the address asked for that is not there."""
+    names, healthy = run_choices()
+    options = run_options(names, frozenset(names) - frozenset(healthy))
+    asked = [requested] if requested in names else comma_parts(requested)
+    found = [name for name in asked if name in names]
+    missing = [name for name in asked if name not in names]
+    chosen = found or _first_with(healthy, has_data) or healthy[:1] or names[:1]
+    told = run_notice(missing[0], None if found or not chosen else chosen[0]) if missing else ""
+    return options, chosen, told
+
+
+def comma_parts(requested: Any) -> list[str]:
+    """The non-empty parts of a comma-separated address value ([] for anything else)."""
+    return [part for part in requested.split(",") if part] if isinstance(requested, str) else []
+
+
+def _first_with(names: list[str], has_data: Callable[[str], Any]) -> list[str]:
+    for name in names:
+        try:
+            if has_data(name):
+                return [name]
+        except PROBLEMS:
+            continue
+    return []
+
+
 def run_options(names: list[str], damaged: frozenset[str] = frozenset()) -> list[dict]:
     return [{"label": f"{name} (damaged)" if name in damaged else name, "value": name}
             for name in names]

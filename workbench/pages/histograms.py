@@ -17,6 +17,8 @@ from workbench.pages.common import (
     PROBLEMS,
     address_setter,
     answers,
+    choose_runs,
+    comma_parts,
     keep_zooms,
     labelled,
     live_changed,
@@ -28,9 +30,6 @@ from workbench.pages.common import (
     polled,
     problem_text,
     register_live,
-    run_choices,
-    run_notice,
-    run_options,
     zoom_of,
 )
 
@@ -83,22 +82,11 @@ def _query(query) -> dict:
     return query if isinstance(query, dict) else {}
 
 
-def _parts(requested) -> list[str]:
-    return [part for part in requested.split(",") if part] if isinstance(requested, str) else []
-
-
 @answers(lambda problem: ([], [], problem))
 def run_choice(query: dict | None) -> tuple[list[dict], list[str], str]:
     """Every readable run as an option; the runs the address names (comma-separated), else
     the newest healthy run that recorded histograms, else the newest healthy run."""
-    requested = _query(query).get("run")
-    names, healthy = run_choices()
-    options = run_options(names, frozenset(names) - frozenset(healthy))
-    asked = [requested] if requested in names else _parts(requested)
-    found = [name for name in asked if name in names]
-    missing = [name for name in asked if name not in names]
-    chosen = found or _first_with_histograms(healthy) or healthy[:1] or names[:1]
-    told = run_notice(missing[0], None if found or not chosen else chosen[0]) if missing else ""
+    options, chosen, told = choose_runs(_query(query).get("run"), data.histogram_tags)
     return options, chosen, " ".join(part for part in (told, _mode_notice(query)) if part)
 
 
@@ -112,18 +100,6 @@ def _mode_notice(query) -> str:
             f"{', '.join(MODES)}; showing {OFFSET}.")
 
 
-def _first_with_histograms(names: list[str]) -> list[str]:
-    """The first run (newest first) that recorded a histogram, as a list; asks no further,
-    so a logdir of hundreds of runs is not read whole to open the page."""
-    for name in names:
-        try:
-            if data.histogram_tags(name):
-                return [name]
-        except PROBLEMS:
-            continue
-    return []
-
-
 @answers(lambda _problem: ([], []))
 def tag_choice(runs: list[str] | None, current: list[str] | None,
                query: dict | None = None, live=None) -> tuple[list[str], list[str]]:
@@ -131,7 +107,7 @@ def tag_choice(runs: list[str] | None, current: list[str] | None,
     else the tags the address asked for, else the first tag. After a poll (`live`) a choice
     that stays is not sent again (the figures would be rebuilt, losing the user's zoom)."""
     before = inputs.text_list(current, "the tags")
-    current = before or _parts(_query(query).get("tag"))
+    current = before or comma_parts(_query(query).get("tag"))
     tags = set()
     for run in inputs.text_list(runs, "the runs"):
         try:

@@ -19,6 +19,8 @@ from workbench.pages.common import (
     PROBLEMS,
     address_setter,
     answers,
+    choose_runs,
+    comma_parts,
     labelled,
     live_follow,
     live_ids,
@@ -27,9 +29,6 @@ from workbench.pages.common import (
     page_header,
     polled,
     register_live,
-    run_choices,
-    run_notice,
-    run_options,
 )
 from workbench.pages.step_slider import followed_steps, slider_position, step_marks
 
@@ -101,10 +100,6 @@ def _query(query: Any) -> dict:
     return query if isinstance(query, dict) else {}
 
 
-def _parts(requested: Any) -> list[str]:
-    return [part for part in requested.split(",") if part] if isinstance(requested, str) else []
-
-
 def _text_tags(name: str) -> list[str]:
     try:
         return data.text_tags(name)
@@ -117,16 +112,7 @@ def run_choice(query: dict | None) -> tuple[list[dict], list[str], str]:
     """Every readable run as an option; the runs the address names (comma-separated), else
     the newest healthy run that logged text, else the newest healthy run; a notice naming
     a run the address asked for that is not there."""
-    requested = _query(query).get("run")
-    names, healthy = run_choices()
-    options = run_options(names, frozenset(names) - frozenset(healthy))
-    asked = [requested] if requested in names else _parts(requested)
-    found = [name for name in asked if name in names]
-    missing = [name for name in asked if name not in names]
-    with_text = next(([name] for name in healthy if _text_tags(name)), [])
-    chosen = found or with_text or healthy[:1] or names[:1]
-    told = run_notice(missing[0], None if found or not chosen else chosen[0]) if missing else ""
-    return options, chosen, told
+    return choose_runs(_query(query).get("run"), data.text_tags)
 
 
 def _chosen_runs(runs: Any) -> list[str]:
@@ -141,7 +127,7 @@ def tag_choice(runs: Any, current: Any, query: dict | None = None, live: Any = N
     choice that stays is not sent again."""
     before = inputs.text_list(current, "the tags")
     tags = sorted({tag for run in _chosen_runs(runs) for tag in _text_tags(run)})
-    asked = [] if before else _parts(_query(query).get("tag"))
+    asked = [] if before else comma_parts(_query(query).get("tag"))
     kept = [tag for tag in (before or asked) if tag in tags]
     if live is not None and kept and kept == before:
         return tags, dash.no_update, dash.no_update
