@@ -2,6 +2,8 @@
 fetches and feeds (structures, single ops, name keys, repeated keys), fails as run fails,
 follows a graph that grows, honours options when asked for, and records its steps."""
 
+import threading
+
 import numpy as np
 import pytest
 
@@ -127,3 +129,43 @@ def test_a_recorded_session_records_the_callables_steps(g, tmp_path):
         for _ in range(3):
             run(np.ones((1, 2), np.float32))
     assert [s.step for s in RunReader(tmp_path / "rec").steps()] == [1, 2, 3]
+
+
+def test_one_callable_from_many_threads_loses_no_locked_update_and_mixes_no_feeds(g):
+    x, y = _xy()
+    counter = tf.Variable(0.0, name="counter")
+    bump = tf.assign_add(counter, 1.0, use_locking=True)
+    with tf.Session() as sess:
+        sess.run(counter.initializer)
+        step = sess.make_callable([y, bump.op], [x])
+        wrong = []
+
+        def body(k: int) -> None:
+            value = np.full((k + 1, 2), float(k), np.float32)
+            for _ in range(25):
+                got, _ = step(value)
+                if not np.array_equal(got, value * 2.0):
+                    wrong.append(k)
+
+        threads = [threading.Thread(target=body, args=(k,)) for k in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(60)
+        assert not any(thread.is_alive() for thread in threads)
+        assert wrong == []
+        assert sess.run(counter) == 8 * 25
+
+
+def test_a_read_under_a_control_dependency_sees_the_update_as_in_run(g):
+    """TF orders a read after the assign it depends on: the callable gives the new value, as
+    Session.run does, call after call."""
+    v = tf.Variable(1.0, name="v")
+    update = tf.assign_add(v, 2.0)
+    with tf.control_dependencies([update]):
+        read = tf.identity(v.read_value(), name="read")
+    with tf.Session() as sess:
+        sess.run(v.initializer)
+        step = sess.make_callable(read)
+        assert [float(step()) for _ in range(3)] == [3.0, 5.0, 7.0]
+        assert float(sess.run(read)) == 9.0
