@@ -326,3 +326,20 @@ def test_large_tables_are_capped_by_cells_and_characters_with_notes(texts):
                              "characters."]
     empty = _entry(TABLES, "empty")
     assert _tables(empty) == [] and _notes(empty) == ["An empty text tensor (shape [0, 3])."]
+
+
+def test_the_demo_records_each_layers_weights_as_a_2d_text_table(tmp_path):
+    from workbench.demo import train_mlp
+
+    path, _ = train_mlp(str(tmp_path), "demo", 0.5, steps=2)
+    data.set_logdir(tmp_path)
+    try:
+        (record,) = data.texts("demo", "weights")
+        assert record.shape == (4, 4) and record.step == 2
+        (rows,) = _tables(_entry("demo", "weights"))
+        assert rows[0] == ["**layer**", "**shape**", "**mean abs**", "**max abs**"]
+        assert [row[:2] for row in rows[1:]] == [
+            ["`layer1/weights`", "64 x 64"], ["`layer2/weights`", "64 x 32"],
+            ["`logits/weights`", "32 x 10"]]
+    finally:
+        data.set_logdir("runs")
