@@ -29,6 +29,8 @@ def string_tensor(tag: str, value: Any) -> tuple[Cells, Shape]:
 
 
 def _cell(tag: str, item: Any, at: tuple[int, ...]) -> str:
+    if isinstance(item, np.ndarray):        # a 0-d array in a list: its one element
+        item = item.item()
     if isinstance(item, str):
         return item
     if isinstance(item, (bytes, np.bytes_)):
@@ -38,7 +40,7 @@ def _cell(tag: str, item: Any, at: tuple[int, ...]) -> str:
 
 
 def _is_nested(item: Any) -> bool:
-    return isinstance(item, (list, tuple, np.ndarray))
+    return isinstance(item, (list, tuple)) or (isinstance(item, np.ndarray) and item.ndim > 0)
 
 
 def _nested_shape(tag: str, items: list | tuple, at: tuple[int, ...]) -> Shape:

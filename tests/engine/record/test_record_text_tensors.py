@@ -36,7 +36,8 @@ def test_strings_lists_tables_and_arrays_keep_their_shapes(tmp_path):
                       ("table", TABLE), ("cube", cube), ("tuple", ("p", "q")),
                       ("bytes", np.array([b"caf\xc3\xa9", b"\xff"], dtype=object)),
                       ("fixed", np.array([[b"s1"], [b"s2"]])), ("empty", []),
-                      ("empty_rows", [[], []]), ("scalar_array", np.array("zero-d")))
+                      ("empty_rows", [[], []]), ("scalar_array", np.array("zero-d")),
+                      ("arrays_in_a_list", [np.array(["r", "s"]), [np.array("t"), "u"]]))
     got = {tag: reader.texts(tag)[0] for tag in reader.text_tags()}
     assert (got["one"].cells, got["one"].shape, got["one"].text) == (
         ("# one *string*",), (), "# one *string*")
@@ -51,6 +52,8 @@ def test_strings_lists_tables_and_arrays_keep_their_shapes(tmp_path):
     assert (got["empty_rows"].cells, got["empty_rows"].shape) == ((), (2, 0))
     assert (got["scalar_array"].cells, got["scalar_array"].shape) == (("zero-d",), ())
     assert got["table"].step == 2 and got["table"].tag == "table"
+    assert (got["arrays_in_a_list"].cells, got["arrays_in_a_list"].shape) == (
+        ("r", "s", "t", "u"), (2, 2))
 
 
 def test_a_large_table_goes_to_a_side_file_and_reads_back_whole(tmp_path):
