@@ -1,7 +1,8 @@
 """Text page (`/text?run=A,B&tag=T&step=N` or `&all=1`): TensorBoard's Text dashboard. For
 each chosen run and text tag, the entries logged, newest first: at the slider's step, or at
 every step ("show all"), a page of at most PAGE_ENTRIES at a time; markdown drawn with raw
-HTML shown as text, long entries clipped with a note."""
+HTML shown as text; a string tensor as a table of markdown cells (viz.text: TensorBoard's
+layout); long entries and large tables clipped with a note."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import dash
 from dash import Input, Output, State, dcc, html
 
 from engine.record.schema import TextRecord
+from viz.text import text_table
 from workbench import data, inputs
 from workbench.inputs import clipped, step_number
 from workbench.pages.common import (
@@ -36,6 +38,7 @@ PATH = "/text"
 NAME = "Text"
 PAGE_ENTRIES = 20              # entries drawn at once; older ones on the next pages
 MAX_CHARS = 100_000            # an entry longer than this is drawn clipped, with a note
+MAX_CELLS = 500                # a table's cells drawn at most, the rest named in a note
 ALL = "all"
 
 QUERY_STORE = "text-query-store"
@@ -66,8 +69,9 @@ def layout(run: str | None = None, tag: str | None = None, step: str | None = No
            **query) -> html.Div:
     shows_all = _shows_all(query.get(ALL))     # `all=1`: a name not to shadow as a parameter
     return html.Div([
-        page_header("Text", "Text logged by summaries (markdown; raw HTML is shown as text), "
-                            "newest first: at the slider's step, or at every step."),
+        page_header("Text", "Text logged by summaries (markdown; raw HTML is shown as text; "
+                            "a string tensor as a table), newest first: at the slider's "
+                            "step, or at every step."),
         dcc.Store(id=QUERY_STORE, data={"run": run, "tag": tag, "step": step}),
         dcc.Store(id=ADDRESS_STORE),
         dcc.Store(id=PAGE_STORE, data=0),
@@ -211,15 +215,39 @@ def _when(record: TextRecord) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(record.wall_time))
 
 
+def _markdown(text: str) -> dcc.Markdown:
+    # dash's Markdown is told not to draw raw HTML (as TensorBoard sanitises it), so a
+    # <script> in a summary is text.
+    return dcc.Markdown(text, dangerously_allow_html=False, className="text-markdown")
+
+
+def _notes(notes: list[str] | tuple[str, ...]) -> list[html.P]:
+    return [html.P(note, className="message notice text-clipped") for note in notes]
+
+
+def _table(record: TextRecord) -> list:
+    """A string tensor as TensorBoard draws it: a table of markdown cells, a higher rank's
+    2-D slice under its warning."""
+    table = text_table(record, MAX_CELLS, MAX_CHARS)
+    body = html.Tbody([html.Tr([html.Td(_markdown(cell)) for cell in row])
+                       for row in table.rows])
+    return [*([_markdown(table.warning)] if table.warning else []),
+            *([html.Div(html.Table(body, className="text-table"), className="text-table-wrap")]
+              if table.rows else []),
+            *_notes(table.notes)]
+
+
 def entry(run: str, record: TextRecord) -> html.Div:
-    """One entry: its step and time, then its text as markdown. dash's Markdown is told not
-    to draw raw HTML (as TensorBoard sanitises it), so a <script> in a summary is text."""
-    shown, note = clip(record.text)
+    """One entry: its step and time, then its text as markdown, or its string tensor as a
+    table of markdown cells."""
+    if record.shape:
+        shown = _table(record)
+    else:
+        text, note = clip(record.text)
+        shown = [_markdown(text), *_notes([note] if note else [])]
     return html.Div(className="text-entry", children=[
         html.Div(f"{run} · {record.tag} · step {record.step} · {_when(record)}",
-                 className="muted text-entry-head"),
-        dcc.Markdown(shown, dangerously_allow_html=False, className="text-markdown"),
-        *([html.P(note, className="message notice text-clipped")] if note else [])])
+                 className="muted text-entry-head"), *shown])
 
 
 def _newest_first(records: list[TextRecord]) -> list[TextRecord]:

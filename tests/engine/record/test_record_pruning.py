@@ -62,16 +62,17 @@ def test_a_version_2_run_reads_empty_and_upgrades(tmp_path):
     conn = sqlite3.connect(db)
     for table in TABLES_BY_VERSION[3]:    # every table version 3 added, as a version-2 run
         conn.execute(f"DROP TABLE {table}")
+    conn.execute("ALTER TABLE texts DROP COLUMN shape")     # and the column version 4 added
     conn.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
     conn.commit()
     conn.close()
     assert RunReader(tmp_path / "old").prune_stages() == []
-    assert upgrade_run(tmp_path / "old") == SCHEMA_VERSION == 3
+    assert upgrade_run(tmp_path / "old") == SCHEMA_VERSION
     conn = sqlite3.connect(db)
     version = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0]
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     conn.close()
-    assert json.loads(version) == 3 and "prune_layers" in tables
+    assert json.loads(version) == SCHEMA_VERSION and "prune_layers" in tables
     assert RunReader(tmp_path / "old").compression() is None
 
 
