@@ -311,3 +311,10 @@ def test_every_address_callback_takes_any_value(store, name, caplog):
     function, args = ADDRESS_CALLBACKS[name]
     call_with_every_hostile_value(function, args)
     assert [r.getMessage() for r in caplog.records if r.levelno >= 40] == []
+
+
+def test_placement_reads_only_reasons_from_the_address():
+    page = placement.layout(reason="default,nonsense", search=["a b", "c"])
+    assert component(page, placement.REASON_DROPDOWN).value == ["default"]
+    assert component(page, placement.SEARCH_INPUT).value == "a b"
+    assert component(placement.layout(), placement.REASON_DROPDOWN).value is None

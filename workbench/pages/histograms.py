@@ -14,6 +14,7 @@ from workbench import data, inputs, live
 from workbench.pages.common import (
     PROBLEMS,
     address,
+    address_ids,
     address_values,
     answers,
     choose_runs,
@@ -42,7 +43,7 @@ TAG_DROPDOWN = "histograms-tag-dropdown"
 MODE_RADIO = "histograms-mode-radio"
 NOTICE_TEXT = "histograms-notice-text"
 VIEW_LINK = "histograms-view-link"
-ADDRESS_STORE = "histograms-address-store"     # what the address bar was last set to
+ADDRESS_STORE = address_ids("histograms")["set"]     # what the address bar was last set to
 FIGURES_DIV = "histograms-figures-div"
 FIGURES_LOADING = "histograms-figures-loading"
 # One pattern for both kinds of plot, so one zoom store follows them all (keep_zooms); the

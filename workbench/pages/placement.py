@@ -82,8 +82,7 @@ def layout(run: str | None = None, search: str | None = None, reason: str | None
                                          placeholder="node, op or detail")),
             labelled("Reason", dcc.Dropdown(id=REASON_DROPDOWN, multi=True,
                                             options=list(PLACEMENT_REASONS),
-                                            value=address_values(reason, PLACEMENT_REASONS)
-                                            or None)),
+                                            value=_address_reasons(reason))),
             labelled("Assigned device", dcc.Dropdown(id=DEVICE_DROPDOWN, multi=True)),
             html.Span(id=COUNT_TEXT, className="muted"),
         ]),
@@ -110,6 +109,11 @@ def device_options(run: str | None, _live=None) -> list[dict]:
         return []
     assigned = sorted({record.assigned for record in data.placements(data.check_name(run))})
     return [{"label": device_label(name), "value": name} for name in assigned]
+
+
+def _address_reasons(value) -> list[str] | None:
+    """The placement reasons the address filters by (those that are reasons)."""
+    return [reason for reason in address_values(value) if reason in PLACEMENT_REASONS] or None
 
 
 @answers(lambda _problem: ([], no_update))

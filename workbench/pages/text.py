@@ -17,6 +17,7 @@ from workbench.inputs import clipped, step_number
 from workbench.pages.common import (
     PROBLEMS,
     address,
+    address_ids,
     address_values,
     answers,
     choose_runs,
@@ -39,7 +40,7 @@ MAX_CHARS = 100_000            # an entry longer than this is drawn clipped, wit
 ALL = "all"
 
 QUERY_STORE = "text-query-store"
-ADDRESS_STORE = "text-address-store"
+ADDRESS_STORE = address_ids("text")["set"]
 RUN_DROPDOWN = "text-run-dropdown"
 TAG_DROPDOWN = "text-tag-dropdown"
 ALL_CHECK = "text-all-checklist"
