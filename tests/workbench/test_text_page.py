@@ -183,7 +183,7 @@ def test_hostile_text_is_drawn_as_text_and_a_huge_entry_is_clipped(texts):
 def test_the_view_link_keeps_runs_tags_and_the_step_or_all(texts):
     assert page.view_link([RUN], ["notes"], 1, []) == f"/text?run={RUN}&tag=notes&step=4"
     assert page.view_link([RUN, OTHER], ["notes"], None, [page.ALL]) == (
-        f"/text?run={RUN}%2C{OTHER}&tag=notes&all=1")
+        f"/text?run={RUN},{OTHER}&tag=notes&all=1")
     assert page.view_link(None, None, None, None) == "/text"
     assert page.view_link(["../x"], ["notes"], None, []) == "/text"
 

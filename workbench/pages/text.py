@@ -7,7 +7,6 @@ layout); long entries and large tables clipped with a note."""
 from __future__ import annotations
 
 import time
-import urllib.parse
 from typing import Any
 
 import dash
@@ -19,10 +18,11 @@ from workbench import data, inputs
 from workbench.inputs import clipped, step_number
 from workbench.pages.common import (
     PROBLEMS,
-    address_setter,
+    address,
+    address_ids,
+    address_values,
     answers,
     choose_runs,
-    comma_parts,
     labelled,
     live_follow,
     live_ids,
@@ -30,6 +30,7 @@ from workbench.pages.common import (
     message,
     page_header,
     polled,
+    register_address,
     register_live,
 )
 from workbench.pages.step_slider import followed_steps, slider_position, step_marks
@@ -42,7 +43,7 @@ MAX_CELLS = 500                # a table's cells drawn at most, the rest named i
 ALL = "all"
 
 QUERY_STORE = "text-query-store"
-ADDRESS_STORE = "text-address-store"
+ADDRESS_STORE = address_ids("text")["set"]
 RUN_DROPDOWN = "text-run-dropdown"
 TAG_DROPDOWN = "text-tag-dropdown"
 ALL_CHECK = "text-all-checklist"
@@ -131,7 +132,7 @@ def tag_choice(runs: Any, current: Any, query: dict | None = None, live: Any = N
     choice that stays is not sent again."""
     before = inputs.text_list(current, "the tags")
     tags = sorted({tag for run in _chosen_runs(runs) for tag in _text_tags(run)})
-    asked = [] if before else comma_parts(_query(query).get("tag"))
+    asked = [] if before else address_values(_query(query).get("tag"), tags)
     kept = [tag for tag in (before or asked) if tag in tags]
     if live is not None and kept and kept == before:
         return tags, dash.no_update, dash.no_update
@@ -294,8 +295,7 @@ def text_view(runs: Any, tags: Any, position: Any, show_all: Any, page: Any = 0)
 @answers(lambda _problem: PATH)
 def view_link(runs: Any, tags: Any, position: Any, show_all: Any) -> str:
     """The address of this view (runs, tags, and the step shown or all=1)."""
-    query = {"run": ",".join(_chosen_runs(runs)),
-             "tag": ",".join(inputs.text_list(tags, "the tags"))}
+    query = {"run": _chosen_runs(runs), "tag": inputs.text_list(tags, "the tags")}
     if slider_disabled(show_all):
         query["all"] = "1"
     else:
@@ -303,8 +303,7 @@ def view_link(runs: Any, tags: Any, position: Any, show_all: Any) -> str:
         chosen = slider_position(position, len(steps)) if steps else None
         if chosen is not None:
             query["step"] = str(steps[chosen])
-    encoded = urllib.parse.urlencode({key: value for key, value in query.items() if value})
-    return f"{PATH}?{encoded}" if encoded else PATH
+    return address(PATH, query)
 
 
 @answers(lambda _problem: True)
@@ -338,9 +337,7 @@ def register_callbacks(app: dash.Dash) -> None:
                  Input(PAGE_STORE, "data"), Input(LIVE["store"], "data"))(
         lambda runs, tags, position, show_all, page, _live: text_view(
             runs, tags, position, show_all, page))
-    app.callback(Output(VIEW_LINK, "href"), Input(RUN_DROPDOWN, "value"),
-                 Input(TAG_DROPDOWN, "value"), Input(STEP_SLIDER, "value"),
-                 Input(ALL_CHECK, "value"))(view_link)
-    app.clientside_callback(address_setter(PATH), Output(ADDRESS_STORE, "data"),
-                            Input(VIEW_LINK, "href"), prevent_initial_call=True)
+    register_address(app, "text", PATH, view_link, Input(RUN_DROPDOWN, "value"),
+                     Input(TAG_DROPDOWN, "value"), Input(STEP_SLIDER, "value"),
+                     Input(ALL_CHECK, "value"), link=VIEW_LINK)
     register_live(app, "text", (RUN_DROPDOWN,), LIVE_PARTS)
