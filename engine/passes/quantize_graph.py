@@ -433,7 +433,7 @@ def _eightbit(p: _Pass, outputs: list[str], fuse: bool) -> None:
             _quantize_weights_of(p, n)
             RULES[n.op](p, p.rw.node(n.name))
         elif any(d.is_floating for d in n.output_dtypes):
-            p.kept_float[n.name] = reason
+            reason = p.kept_float.setdefault(n.name, reason)
             logger.info("quantize_graph: keeping %s (%s) in float: %s", n.name, n.op, reason)
     removed = remove_redundant_quantization(p)
     logger.info("quantize_graph: removed %d redundant Dequantize -> QuantizeV2 pairs", removed)
@@ -481,7 +481,7 @@ def _take_fake_quant_ranges(p: _Pass, graph_def: GraphDef, protected: set[str]) 
     return taken
 
 
-def _check_fallback(mode: str, fallback_range) -> tuple[float, float] | None:
+def check_fallback_range(mode: str, fallback_range) -> tuple[float, float] | None:
     """TF's GraphRewriter checks, in its words."""
     if fallback_range is None:
         return None
@@ -530,7 +530,7 @@ def quantize_graph(graph_def: GraphDef, mode: str = "eightbit", calibration: Ran
     if mode not in MODES:
         raise errors.InvalidArgumentError(None, None, f"quantize_graph: mode {mode!r} is not "
                                                       f"one of {', '.join(MODES)}")
-    fallback = _check_fallback(mode, fallback_range)
+    fallback = check_fallback_range(mode, fallback_range)
     outputs = list(output_names) if output_names else default_outputs(graph_def)
     missing = [o for o in outputs if o not in graph_def]
     if missing:
