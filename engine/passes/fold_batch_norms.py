@@ -26,8 +26,11 @@ BN_INPUTS = ("scale", "offset", "mean", "variance")
 @dataclass
 class FoldResult:
     """`graph_def, node_map = fold_batch_norms(...)` unpacks the first two fields. node_map:
-    each node of the new graph -> the original node it stands for. folded: each folded
-    BN / Mul node -> the Conv2D or MatMul it went into. skipped: node -> why it stayed."""
+    each node of the new graph that computes what an original node did -> that node (the
+    folded BiasAdd stands for the batch norm or Mul it replaced; the rescaled weights, the
+    Conv2D / MatMul reading them and the offset Consts stand for none, so a per-node
+    comparison does not hold their new values against the old). folded: each folded BN /
+    Mul node -> the Conv2D or MatMul it went into. skipped: node -> why it stayed."""
     graph_def: GraphDef
     node_map: dict[str, str]
     folded: dict[str, str] = field(default_factory=dict)
@@ -186,13 +189,13 @@ def _fold(rw: Rewriter, m: _Match, node_map: dict[str, str]) -> None:
         rw.add(weights)
     else:
         rw.replace(m.weights.name, weights)
-    node_map[name] = m.weights.name
+    for changed in (name, m.linear.name):
+        node_map.pop(changed, None)
     rw.edit(m.linear.name).input[1] = name
     bias = m.offset if m.bias is None else (m.bias * m.scale + m.offset)
     offset_name = rw.unique_name(f"{m.linear.name}_bn_offset")
     rw.add(NodeDef(offset_name, "Const", [], m.linear.device,
                    {"value": bias.astype(np.float32), "dtype": dtypes.float32}))
-    node_map[offset_name] = m.tail.name
     controls = [f"^{c}" for c in m.tail.control_inputs()]
     if m.bias_add is not None:
         controls += [f"^{c}" for c in m.bias_add.control_inputs()]
@@ -245,7 +248,8 @@ def fold_batch_norms(graph_def: GraphDef, output_names: list[str] | None = None
     outputs = list(output_names) if output_names else _readless(graph_def)
     rw.keep_only_needed(outputs)
     result = finish(rw)
-    return FoldResult(result, {n.name: node_map[n.name] for n in result.node}, folded, skipped)
+    kept = {n.name: node_map[n.name] for n in result.node if n.name in node_map}
+    return FoldResult(result, kept, folded, skipped)
 
 
 def _readless(graph_def: GraphDef) -> list[str]:

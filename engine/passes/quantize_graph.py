@@ -550,8 +550,9 @@ def quantize_graph(graph_def: GraphDef, mode: str = "eightbit", calibration: Ran
         _eightbit(p, outputs, fuse)
     p.rw.keep_only_needed(outputs)
     result = finish(p.rw)
-    node_map = {n.name: fold_map.get(p.node_map[n.name], p.node_map[n.name])
-                for n in result.node}
+    node_map = {n.name: p.node_map[n.name] for n in result.node}
+    if folded:
+        node_map = {k: fold_map[v] for k, v in node_map.items() if v in fold_map}
     kept = {k: v for k, v in p.kept_float.items() if k in node_map}
     return QuantizeResult(result, node_map, kept, dict(p.used), folded, taken)
 

@@ -126,3 +126,27 @@ def test_gradient_ops_match_the_rules_output():
             got = s.run([gx, glo, ghi, ga], {x: [-3.0, 0.25, 2.0]})
     assert got[0].tolist() == [0.0, 2.0, 0.0] and float(got[1]) == 2.0 and float(got[2]) == 2.0
     assert got[3].tolist() == [0.0, 1.0, 0.0]
+
+
+def test_registered_gradients_give_tfs_numbers():
+    """tf.gradients through each forward op, as TF 2.21 gave them (a (-1, 1) 8-bit range
+    nudges to [-0.99608, 1.00392] in float32: -0.999 falls below it, 1.003 inside)."""
+    x = np.array([-3.0, -1.0, -0.999, 0.2, 0.7, 1.0, 1.003, 1.5, 4.0], F)
+    w = np.arange(1, 10, dtype=F)
+    with tf.Graph().as_default():
+        xt, lo, hi = tf.constant(x), tf.constant(-1.0), tf.constant(1.0)
+        y = Q.fake_quant_with_min_max_vars(xt, lo, hi, num_bits=4, narrow_range=True)
+        pairs = tf.reshape(xt[:8], [4, 2])
+        los, his = tf.constant([-1.0, -0.5]), tf.constant([1.0, 2.0])
+        y2 = Q.fake_quant_with_min_max_vars_per_channel(pairs, los, his)
+        y3 = Q.fake_quant_with_min_max_args(xt, -1.0, 1.0, num_bits=4)
+        grads = [tf.gradients(tf.reduce_sum(y * w), [xt, lo, hi]),
+                 tf.gradients(tf.reduce_sum(y2 * w[:8].reshape(4, 2)), [pairs, los, his]),
+                 tf.gradients(tf.reduce_sum(y3 * w), [xt])]
+        with tf.Session() as s:
+            vars_g, channel_g, args_g = s.run(grads)
+    assert vars_g[0].tolist() == [0, 2, 3, 4, 5, 6, 0, 0, 0]
+    assert float(vars_g[1]) == 1.0 and float(vars_g[2]) == 24.0
+    assert channel_g[0].tolist() == [[0, 0], [0, 4], [5, 6], [7, 8]]
+    assert channel_g[1].tolist() == [4, 2] and channel_g[2].tolist() == [0, 0]
+    assert args_g[0].tolist() == [0, 0, 0, 4, 5, 6, 7, 0, 0]
