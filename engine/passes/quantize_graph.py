@@ -450,13 +450,22 @@ FAKE_QUANTS = ("FakeQuantWithMinMaxVars", "FakeQuantWithMinMaxArgs")
 
 def fake_quant_range(graph_def: GraphDef, n: NodeDef) -> tuple[float, float] | None:
     """The [min, max] a FakeQuantWithMinMaxArgs (attrs) or ...Vars (two Consts, as in a frozen
-    graph) quantizes its input to; None for a Vars node whose range is not constant."""
+    graph, read directly or through Identity nodes) quantizes its input to; None for a Vars
+    node whose range is not constant."""
     if n.op == "FakeQuantWithMinMaxArgs":
         return float(n.attr.get("min", -6.0)), float(n.attr.get("max", 6.0))
-    bounds = [graph_def.by_name(parse_input(s)[0]) for s in n.data_inputs()[1:3]]
+    bounds = [_through_identities(graph_def, s) for s in n.data_inputs()[1:3]]
     if any(b.op != "Const" for b in bounds):
         return None
     return tuple(float(np.asarray(b.attr["value"]).reshape(-1)[0]) for b in bounds)
+
+
+def _through_identities(graph_def: GraphDef, spelling: str) -> NodeDef:
+    """The node behind a chain of Identity nodes (a frozen variable's `<v>/read`)."""
+    node = graph_def.by_name(parse_input(spelling)[0])
+    while node.op in TRAINING_ONLY and node.input:
+        node = graph_def.by_name(parse_input(node.input[0])[0])
+    return node
 
 
 def _take_fake_quant_ranges(p: _Pass, graph_def: GraphDef, protected: set[str]) -> Ranges:
