@@ -238,3 +238,26 @@ def test_static_shapes_names_and_raw_ops():
         assert a.op.name == "fq" and a.op.attrs["min"] == -1.0 and a.op.attrs["num_bits"] == 8
         assert r.backprop_wrt_min.shape.as_list() == []
         assert "fake_quant_with_min_max_vars_per_channel" in Q.__all__
+
+
+def test_a_graph_file_keeps_the_fake_quant_ops(tmp_path):
+    """Saved and loaded through the graph-file checks (engine/graph_signatures.py)."""
+    x = np.array([-7.0, -0.3, 0.02, 0.5, 9.0], np.float32)
+    g = tf.Graph()
+    with g.as_default():
+        p = tf.placeholder(tf.float32, [None], name="x")
+        a = Q.fake_quant_with_min_max_args(p, -1.0, 1.0, num_bits=5, name="a")
+        v = Q.fake_quant_with_min_max_vars(a, -0.5, 0.75, narrow_range=True, name="v")
+        Q.fake_quant_with_min_max_vars_gradient(v, p, -0.5, 0.75, name="g")
+        with tf.Session(graph=g) as s:
+            want = s.run(["v:0", "g:1"], {p: x})
+    path = tmp_path / "fq.json"
+    tf.save_graph(g.as_graph_def(), path)
+    loaded = tf.Graph()
+    with loaded.as_default():
+        tf.import_graph_def(tf.load_graph_def(path), name="")
+        with tf.Session(graph=loaded) as s:
+            got = s.run(["v:0", "g:1"], {"x:0": x})
+    assert loaded.get_operation_by_name("a").attrs["num_bits"] == 5
+    np.testing.assert_array_equal(got[0], want[0])
+    assert float(got[1]) == float(want[1])
