@@ -105,6 +105,11 @@ def fallback_range(args: argparse.Namespace) -> tuple[float, float] | None:
         return None
     if lo is None or hi is None:
         raise ValueError("--fallback-min and --fallback-max go together: give both")
+    if getattr(args, "record", None) is not None:
+        # record_quantize_job quantizes again, without a fallback range: its comparison would
+        # be of another graph than the one written.
+        raise ValueError("--record does not take --fallback-min/--fallback-max: record the "
+                         "graph without them, or drop --record")
     return lo, hi
 
 

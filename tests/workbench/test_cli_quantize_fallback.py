@@ -1,6 +1,6 @@
 """`workbench quantize --fallback-min LO --fallback-max HI`: TF's --quantized_fallback_min/max,
-in the graph (no RequantizationRange) and the report; one bound alone, a bad range, or weights
-mode with a range are one line on stderr with exit status 2."""
+in the graph (no RequantizationRange) and the report; one bound alone, a bad range, weights
+mode with a range, or --record with one are one line on stderr with exit status 2."""
 
 from __future__ import annotations
 
@@ -35,7 +35,9 @@ def test_fallback_range_goes_into_the_graph_and_the_report(tmp_path, capsys):
     (["--mode", "eightbit", "--fallback-min", "2", "--fallback-max", "1"],
      "Invalid fallback_quantization_range: [2.0,1.0]"),
     (["--mode", "weights", "--fallback-min", "-1", "--fallback-max", "1"],
-     "fallback_quantization_range can only be specified in eightbit mode")])
+     "fallback_quantization_range can only be specified in eightbit mode"),
+    (["--mode", "eightbit", "--fallback-min", "-1", "--fallback-max", "1", "--record", "runs"],
+     "--record does not take --fallback-min/--fallback-max")])
 def test_bad_fallback_options_are_one_line(tmp_path, capsys, args, message):
     rc = cli.main(["quantize", str(MLP), *args, "--out", str(tmp_path / "o.json")])
     err = capsys.readouterr().err
