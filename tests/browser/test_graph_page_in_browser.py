@@ -23,7 +23,7 @@ return [box.top, box.bottom, box.width, window.innerHeight, window.innerWidth];
 _DRAWN = """
 const cy = document.querySelector('#graph-cytoscape')._cyreg.cy;
 return [cy.nodes().map(n => [n.id(), n.data('parent') || '', n.isParent(), n.position(),
-                             n.data('width'), n.data('height')]),
+                             n.data('width'), n.data('height'), n.data('label')]),
         cy.edges('.routed').map(e => [e.data('source'), e.data('target'), e.segmentPoints()])];
 """
 _DEVICE_BOXES = """
@@ -102,10 +102,11 @@ def test_graph_page_expands_searches_colours_partitions_and_exports(dash_duo, de
 def check_routes(duo) -> None:
     """cytoscape bends each routed edge exactly where viz.edge_routes put its bend points."""
     nodes, routed = duo.driver.execute_script(_DRAWN)
-    parents = {ident: parent for ident, parent, _, _, _, _ in nodes}
-    leaves = [(ident, at, w, h) for ident, _, box, at, w, h in nodes if not box]
+    parents = {ident: parent for ident, parent, *_ in nodes}
+    leaves = [(ident, at, w, h) for ident, _, box, at, w, h, _ in nodes if not box]
+    titles = {ident: label for ident, _, box, *_, label in nodes if box}
     geo = geometry(parents, {i: (at["x"], at["y"]) for i, at, _, _ in leaves},
-                   {i: (w, h) for i, _, w, h in leaves})
+                   {i: (w, h) for i, _, w, h in leaves}, titles)
     assert routed
     for src, dst, points in routed:
         wanted = route(geo, src, dst)
