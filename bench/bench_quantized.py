@@ -255,23 +255,36 @@ def account_rows(layers, sizes, batch: int, repeat: int, calibration) -> None:
         for _ in range(repeat):
             one_round(True)
     sess.close()
-    med = {k: statistics.median(v) for k, v in totals.items()}
-    floor_med = [(floor[i][0], statistics.median(v)) for i, v in floor_ops.items()]
-    ours_med = [(op, statistics.median(v)) for (_, op), v in ours_ops.items()]
+    print_account(sizes, batch, repeat, [(floor[i][0], v) for i, v in floor_ops.items()],
+                  [(op, v) for (_, op), v in ours_ops.items()], totals)
+
+
+def print_account(sizes, batch: int, repeat: int, floor_ops, ours_ops, totals) -> None:
+    """Each op's median and minimum (the minimum: its cost with the least interference from
+    a shared machine), and the rest of each step (the whole step's median less its ops'
+    medians)."""
     load = ", ".join(f"{v:.2f}" for v in os.getloadavg())
-    print(f"\nwhere the time goes, MLP {'-'.join(map(str, sizes))}, batch {batch}: medians of "
-          f"{repeat} interleaved steps, us (load average after: {load})")
-    print(f"  {'floor op':<26}{'us':>9}   {'ours (make_callable)':<46}{'us':>9}{'ours-floor':>12}")
-    for (label, f_us), (op, o_us) in zip(floor_med, ours_med):
-        print(f"  {label:<26}{f_us:>9.1f}   {op:<46}{o_us:>9.1f}{o_us - f_us:>+12.1f}")
-    f_rest = med["floor"] - sum(v for _, v in floor_med)
-    o_rest = med["ours"] - sum(v for _, v in ours_med)
-    print(f"  {'rest of the step':<26}{f_rest:>9.1f}   {'executor, feed, fetch (untraced)':<46}"
-          f"{o_rest:>9.1f}{o_rest - f_rest:>+12.1f}")
-    print(f"  {'whole step (bare)':<26}{med['floor']:>9.1f}   {'whole step':<46}"
-          f"{med['ours']:>9.1f}{med['ours'] - med['floor']:>+12.1f}")
-    print(f"  torch dynamic int8 {med['dynamic']:.1f} us: ours {med['dynamic'] / med['ours']:.3f}x"
-          f" its speed, the floor {med['dynamic'] / med['floor']:.3f}x (wall clock)")
+    print(f"\nwhere the time goes, MLP {'-'.join(map(str, sizes))}, batch {batch}: {repeat} "
+          f"interleaved steps, us, median / min (load average after: {load})")
+    print(f"  {'floor op':<26}{'median':>9}{'min':>8}   {'ours (make_callable)':<45}"
+          f"{'median':>9}{'min':>8}{'ours-floor':>16}")
+
+    def row(left, f_times, right, o_times):
+        fm, om = statistics.median(f_times), statistics.median(o_times)
+        print(f"  {left:<26}{fm:>9.1f}{min(f_times):>8.1f}   {right:<45}{om:>9.1f}"
+              f"{min(o_times):>8.1f}{om - fm:>+9.1f} /{min(o_times) - min(f_times):>+6.1f}")
+    for (label, f_times), (op, o_times) in zip(floor_ops, ours_ops):
+        row(label, f_times, op, o_times)
+
+    def rest(whole, ops) -> float:
+        return statistics.median(whole) - sum(statistics.median(times) for _, times in ops)
+    f_rest, o_rest = rest(totals["floor"], floor_ops), rest(totals["ours"], ours_ops)
+    print(f"  {'rest of the step':<26}{f_rest:>9.1f}{'':>8}   "
+          f"{'executor, feed, fetch (untraced)':<45}{o_rest:>9.1f}{'':>8}{o_rest - f_rest:>+9.1f}")
+    row("whole step (bare)", totals["floor"], "whole step", totals["ours"])
+    dyn, ours, bare = (statistics.median(totals[k]) for k in ("dynamic", "ours", "floor"))
+    print(f"  torch dynamic int8 {dyn:.1f} us (min {min(totals['dynamic']):.1f}): ours "
+          f"{dyn / ours:.3f}x its speed, the floor {dyn / bare:.3f}x (wall clock medians)")
 
 
 def peer_settings(dynamic) -> str:

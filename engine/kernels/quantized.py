@@ -139,7 +139,7 @@ def quantize_eigen(x: torch.Tensor, lo: float, hi: float, dtype) -> torch.Tensor
 
 def _quantizes_per_tensor(x: torch.Tensor) -> bool:
     """narrow_integers will take x's device through quantize_per_tensor (fbgemm's Quantize)."""
-    return x.device.type == "cpu" and fbgemm.quantize_ready()
+    return x.is_cpu and fbgemm.quantize_ready()
 
 
 def _quantize_from_zero_cpu(x: torch.Tensor, scale: float) -> torch.Tensor:
@@ -386,7 +386,7 @@ def _quantize_scaled_half_even_cpu(x: torch.Tensor, factor: float) -> torch.Tens
     step = scaled_quint8_step(factor)
     if step is None or not _quantizes_per_tensor(x):
         return None
-    x = x.to(torch.float32).contiguous()
+    x = (x if x.dtype is torch.float32 else x.to(torch.float32)).contiguous()
     if x.numel() and math.isnan(float(x.sum())):
         return None
     q = torch.quantize_per_tensor(x, step, 0, torch.quint8)
@@ -435,7 +435,7 @@ def quantize_v2(node, ctx):
 
     def run(x, min_range, max_range):
         known = constants(min_range, max_range)
-        x = x.to(torch.float32)
+        x = x if x.dtype is torch.float32 else x.to(torch.float32)
         if mode == "MIN_COMBINED":
             values = _quantize_min_combined(x, known.lo, known.hi, dtype)
         elif mode == "MIN_FIRST":

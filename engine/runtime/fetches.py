@@ -97,7 +97,7 @@ def feed_value(tensor: Tensor, value) -> torch.Tensor | np.ndarray:
     if dtype.is_string:
         return _string_feed(tensor, value)
     if _shareable(value, dtype.numpy_dtype):
-        if not tensor.shape.is_compatible_with(value.shape):
+        if not _fits(tensor.shape.dims, value.shape):
             raise ValueError(f"Cannot feed value of shape {value.shape} for Tensor "
                              f"'{tensor.name}', which has shape '{tensor.shape}'")
         return torch.from_numpy(value)
@@ -131,6 +131,18 @@ def _shareable(value, numpy_dtype) -> bool:
         return False
     flags = value.flags
     return flags.c_contiguous and flags.writeable and flags.aligned
+
+
+def _fits(dims: tuple | None, shape: tuple) -> bool:
+    """TensorShape.is_compatible_with for a concrete shape, without building one."""
+    if dims is None:
+        return True
+    if len(dims) != len(shape):
+        return False
+    for want, got in zip(dims, shape):
+        if want is not None and want != got:
+            return False
+    return True
 
 
 def _string_feed(tensor: Tensor, value) -> np.ndarray:
