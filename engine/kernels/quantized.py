@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import math
+import operator
 import weakref
 from dataclasses import dataclass
 
@@ -406,6 +407,7 @@ class _QuantizeRange:
     out_lo: float
     out_hi: float
     cpu_outputs: tuple | None = None
+    fast: object = None          # _one_pass_step's closure, where the node can take it
 
     def outputs(self, values: torch.Tensor) -> tuple:
         if not values.is_cpu:
@@ -413,6 +415,30 @@ class _QuantizeRange:
         if self.cpu_outputs is None:
             self.cpu_outputs = _outputs(values, self.out_lo, self.out_hi)[1:]
         return self.cpu_outputs
+
+
+def _one_pass_step(known: _QuantizeRange):
+    """_quantize_scaled_half_even_cpu for one node's fixed range as one closure: x ->
+    (values, min, max), or None where x is not a float32 CPU tensor or holds a NaN (then the
+    general path runs). None if the factor has no one-pass step."""
+    step = scaled_quint8_step(float(known.factor))
+    if step is None or not fbgemm.quantize_ready():
+        return None
+    outputs = known.outputs(torch.zeros(0))
+    f32, u8, quint8 = torch.float32, torch.uint8, torch.quint8
+    quantize, empty, isnan = torch.quantize_per_tensor, torch.empty, math.isnan
+
+    def fast(x: torch.Tensor):
+        if x.dtype is not f32 or not x.is_cpu:
+            return None
+        x = x.contiguous()
+        if x.numel() and isnan(float(x.sum())):
+            return None
+        q = quantize(x, step, 0, quint8)
+        plain = empty(0, dtype=u8).set_(q.untyped_storage(), 0, q.shape)
+        plain._engine_quint8 = (q, step, 0)
+        return plain, *outputs
+    return fast
 
 
 @kernel("QuantizeV2", CPU={"T": ALL_Q}, GPU={"T": ALL_Q},
@@ -424,17 +450,26 @@ def quantize_v2(node, ctx):
                             f"but mode is '{mode}'.")
     same = _SameInputs()
 
+    one_pass = mode == "SCALED" and dtype is dtypes.quint8 and \
+        node.attr["round_mode"] == "HALF_TO_EVEN" and not node.attr.get("narrow_range")
+
     def constants(min_range, max_range) -> _QuantizeRange:
         known = same.get((min_range, max_range))
         if known is None:
             lo, hi = adjusted_range(node, _range(min_range), _range(max_range))
             known = _QuantizeRange(lo, hi, None, lo, hi) if mode != "SCALED" else \
                 _QuantizeRange(lo, hi, *_scaled_constants(node, lo, hi, dtype))
+            if one_pass:
+                known.fast = _one_pass_step(known)
             same.put((min_range, max_range), known)
         return known
 
     def run(x, min_range, max_range):
         known = constants(min_range, max_range)
+        if known.fast is not None:
+            done = known.fast(x)
+            if done is not None:
+                return done
         x = x if x.dtype is torch.float32 else x.to(torch.float32)
         if mode == "MIN_COMBINED":
             values = _quantize_min_combined(x, known.lo, known.hi, dtype)
@@ -857,6 +892,7 @@ class _Fused:
     k: int
     on_fbgemm: bool
     product: object = None      # fbgemm.Product, packed on the first step fbgemm can take
+    fast: object = None         # its step closure (Product.step), where it has one
 
 
 def _fused_requantize(node, ctx, relu: bool):
@@ -887,11 +923,16 @@ def _fused_requantize(node, ctx, relu: bool):
         a_mk = a.t() if transpose_a else a
         if a_mk.dim() != 2 or a_mk.shape[1] != fused.k:
             _fused_operands(node, a, b, bias)           # raises TF's message
+        if fused.fast is not None and a_mk.is_cpu and a_mk.shape[0] > 0:
+            return fused.fast(a_mk)
         if fused.on_fbgemm and a_mk.is_cpu and a_mk.shape[0] > 0:
             product = fused.product
             if product is None:
                 product = fused.product = fbgemm.Product(
                     b, transpose_b, float(fused.scales.scale_b), fused.bias_f, bias)
+                fused.fast = product.step(float(fused.scales.scale_a), fused.scales.zero_a,
+                                          float(fused.s_out), zero_out, relu,
+                                          tout is dtypes.qint8, fused.out_range)
             out = product.run(a_mk, float(fused.scales.scale_a), fused.scales.zero_a,
                               float(fused.s_out), zero_out, relu)
             if tout is dtypes.qint8:
@@ -904,31 +945,29 @@ def _fused_requantize(node, ctx, relu: bool):
     return run
 
 
+_VERSION = operator.attrgetter("_version")
+
+
 class _SameInputs:
     """The value made from the last step's inputs while the very same tensors come back
     unchanged (identity and version): a calibrated graph's Consts, and the range tensors an
     upstream kernel hands on from its own memo, so a steady step reads no range with
-    .item() (3-4 us each here). Weak references: it never keeps a tensor alive."""
+    .item(). It holds the last inputs (an id cannot be reused while they live): weights and
+    scalar ranges, never an activation. The checks run in C (map over operator.is_ and an
+    attrgetter): between fbgemm calls that flush the caches, every Python line costs."""
 
     def __init__(self):
-        self.entry = None        # (references, versions, value): one atomic store
+        self.entry = None        # (tensors, versions, value): one atomic store
 
     def get(self, tensors: tuple):
         entry = self.entry
-        if entry is None:
+        if entry is None or not all(map(operator.is_, entry[0], tensors)) or \
+                tuple(map(_VERSION, tensors)) != entry[1]:
             return None
-        refs, versions, value = entry
-        for ref, t in zip(refs, tensors):
-            if ref() is not t:
-                return None
-        for version, t in zip(versions, tensors):
-            if t._version != version:
-                return None
-        return value
+        return entry[2]
 
     def put(self, tensors: tuple, value) -> None:
-        self.entry = (tuple(weakref.ref(t) for t in tensors),
-                      tuple(t._version for t in tensors), value)
+        self.entry = (tensors, tuple(map(_VERSION, tensors)), value)
 
 
 class _StepMemo:

@@ -176,6 +176,29 @@ class Product:
         return plain
 
 
+    def step(self, scale_a: float, zero_a: int, scale_out: float, zero_out: int, relu: bool,
+             signed: bool, extra: tuple):
+        """run for a with no pair to spread, as one closure over everything fixed: a ->
+        (out, *extra), out the plain uint8 result (signed: the int8 signed_view). None where
+        some a could saturate a pair (run checks a's values each step)."""
+        if self.entry.safe_max < U8_MAX:
+            return None
+        packed, op, empty, u8 = self.entry.packed, linear_op(relu), torch.empty, torch.uint8
+        made_key, wrap, xor, i8 = (scale_out, zero_out), _quantized, torch.bitwise_xor, torch.int8
+
+        def fast(a: torch.Tensor) -> tuple:
+            made = getattr(a, "_engine_quint8", None)
+            q = made[0] if made is not None and made[1] == scale_a and made[2] == zero_a \
+                else wrap(a.contiguous(), scale_a, zero_a)
+            out = op(q, packed, scale_out, zero_out)
+            plain = empty(0, dtype=u8).set_(out.untyped_storage(), 0, out.shape)
+            if signed:
+                plain = xor(plain, 128).view(i8)
+            plain._engine_quint8 = (out, *made_key)
+            return plain, *extra
+        return fast
+
+
 _LINEAR: dict[bool, object] = {}
 
 
