@@ -8,8 +8,11 @@ model (the peer). Ratios (of CPU time) above 1: faster than our float / than tor
 int8.
 Also the unfused QuantizedMatMul kernel with each exact int8 product backend.
 
+With --account, only the table of where the time goes: the floor op by op against the
+pass's graph through make_callable op by op, and the rest of each step.
+
 Usage: python bench/bench_quantized.py [--repeat 30] [--sizes 1024,1024,1024,10]
-       [--batches 1,256] [--skip-kernel]"""
+       [--batches 1,256] [--skip-kernel] [--account]"""
 
 from __future__ import annotations
 
@@ -181,6 +184,109 @@ def bare_int8(layers, calibration: np.ndarray):
     return run
 
 
+def bare_ops(layers, calibration: np.ndarray):
+    """bare_int8 as a list of (label, call) steps, each taking the previous one's result, so
+    the floor can be timed op by op."""
+    outs = float_forward(layers, calibration)
+    scale_in = float(calibration.max()) / 255
+    steps = [("quantize_per_tensor",
+              lambda x: torch.quantize_per_tensor(x, scale_in, 0, torch.quint8))]
+    for i, (w, b) in enumerate(layers):
+        qw, _, top = quantized_weights(w, 7)
+        weight = fbgemm._quantized(torch.from_numpy(np.ascontiguousarray(qw.T)), top / 127, 0)
+        packed = torch.ops.quantized.linear_prepack(weight, torch.from_numpy(b))
+        last = i == len(layers) - 1
+        scale = float(np.abs(outs[i]).max()) / (127 if last else 255)
+        op = torch.ops.quantized.linear if last else torch.ops.quantized.linear_relu
+        steps.append((f"{'linear' if last else 'linear_relu'} {w.shape[0]}x{w.shape[1]}",
+                      lambda q, op=op, p=packed, s=scale, z=128 if last else 0: op(q, p, s, z)))
+    steps.append(("dequantize", torch.Tensor.dequantize))
+    return steps
+
+
+def account_rows(layers, sizes, batch: int, repeat: int, calibration) -> None:
+    """Where the time goes between the floor (bare fbgemm calls) and the pass's int8 graph
+    through make_callable, at one batch: the floor op by op (perf_counter_ns around each
+    call), our kernels op by op (a FULL_TRACE step's node stats, the executor's own clock
+    around each kernel), and what is left of each whole step once its ops are taken out
+    (ours: executor, feed and fetch). Medians of `repeat` interleaved steps, microseconds."""
+    rng = np.random.default_rng(batch)
+    x_val = rng.uniform(0.0, 1.0, size=(batch, sizes[0])).astype(np.float32)
+    tx = torch.from_numpy(x_val)
+    config = tf.ConfigProto(inter_op_parallelism_threads=1, intra_op_parallelism_threads=1)
+    with tf.Graph().as_default() as g:
+        x, out = pass_graph(layers, sizes[0], calibration)
+    sess = tf.Session(graph=g, config=config)
+    step = sess.make_callable(out, [x])
+    options = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE)
+    floor = bare_ops(layers, calibration)
+    _, dynamic = torch_models(layers)
+    ours_ops: dict[str, list] = {}
+    floor_ops: dict[str, list] = {i: [] for i in range(len(floor))}
+    totals = {"floor": [], "ours": [], "dynamic": []}
+
+    def timed(function, *args):
+        start = time.perf_counter_ns()
+        value = function(*args)
+        return value, (time.perf_counter_ns() - start) / 1e3
+
+    def one_round(keep: bool) -> None:
+        metadata = tf.RunMetadata()
+        sess.run(out, {x: x_val}, options=options, run_metadata=metadata)
+        for dev in metadata.step_stats.dev_stats:
+            for n in dev.node_stats:
+                if keep:
+                    ours_ops.setdefault((n.node_name, n.op), []).append(n.op_end_rel_micros)
+        value = tx
+        for i, (_, call) in enumerate(floor):
+            value, took = timed(call, value)
+            if keep:
+                floor_ops[i].append(took)
+        for label, function, arg in (("ours", step, x_val), ("floor", bare, tx),
+                                     ("dynamic", dynamic, tx)):
+            took = timed(function, arg)[1]
+            if keep:
+                totals[label].append(took)
+
+    with torch.no_grad():
+        bare = bare_int8(layers, calibration)
+        for _ in range(3):
+            one_round(False)
+        for _ in range(repeat):
+            one_round(True)
+    sess.close()
+    print_account(sizes, batch, repeat, [(floor[i][0], v) for i, v in floor_ops.items()],
+                  [(op, v) for (_, op), v in ours_ops.items()], totals)
+
+
+def print_account(sizes, batch: int, repeat: int, floor_ops, ours_ops, totals) -> None:
+    """Each op's median and minimum (the minimum: its cost with the least interference from
+    a shared machine), and the rest of each step (the whole step's median less its ops'
+    medians)."""
+    load = ", ".join(f"{v:.2f}" for v in os.getloadavg())
+    print(f"\nwhere the time goes, MLP {'-'.join(map(str, sizes))}, batch {batch}: {repeat} "
+          f"interleaved steps, us, median / min (load average after: {load})")
+    print(f"  {'floor op':<26}{'median':>9}{'min':>8}   {'ours (make_callable)':<45}"
+          f"{'median':>9}{'min':>8}{'ours-floor':>16}")
+
+    def row(left, f_times, right, o_times):
+        fm, om = statistics.median(f_times), statistics.median(o_times)
+        print(f"  {left:<26}{fm:>9.1f}{min(f_times):>8.1f}   {right:<45}{om:>9.1f}"
+              f"{min(o_times):>8.1f}{om - fm:>+9.1f} /{min(o_times) - min(f_times):>+6.1f}")
+    for (label, f_times), (op, o_times) in zip(floor_ops, ours_ops):
+        row(label, f_times, op, o_times)
+
+    def rest(whole, ops) -> float:
+        return statistics.median(whole) - sum(statistics.median(times) for _, times in ops)
+    f_rest, o_rest = rest(totals["floor"], floor_ops), rest(totals["ours"], ours_ops)
+    print(f"  {'rest of the step':<26}{f_rest:>9.1f}{'':>8}   "
+          f"{'executor, feed, fetch (untraced)':<45}{o_rest:>9.1f}{'':>8}{o_rest - f_rest:>+9.1f}")
+    row("whole step (bare)", totals["floor"], "whole step", totals["ours"])
+    dyn, ours, bare = (statistics.median(totals[k]) for k in ("dynamic", "ours", "floor"))
+    print(f"  torch dynamic int8 {dyn:.1f} us (min {min(totals['dynamic']):.1f}): ours "
+          f"{dyn / ours:.3f}x its speed, the floor {dyn / bare:.3f}x (wall clock medians)")
+
+
 def peer_settings(dynamic) -> str:
     """What torch's dynamic quantization does, read off the quantized model where it can be."""
     linear = next(m for m in dynamic.modules() if hasattr(m, "_packed_params"))
@@ -273,12 +379,21 @@ def main() -> None:
     parser.add_argument("--sizes", default="1024,1024,1024,10")
     parser.add_argument("--batches", default="1,256")
     parser.add_argument("--skip-kernel", action="store_true")
+    parser.add_argument("--account", action="store_true",
+                        help="only the op-by-op table: floor against the pass's graph")
     args = parser.parse_args()
     torch.set_num_threads(1)
     print(peer_settings(torch_models(make_mlp(DIGITS_SIZES))[1]))
     print(f"torch {torch.__version__}, threads {torch.get_num_threads()}, quantized engine "
           f"{torch.backends.quantized.engine}, cpu {torch.backends.cpu.get_cpu_capability()}, "
           f"fbgemm saturates int16 pairs: {fbgemm.pairs_saturate()}; medians of {args.repeat}")
+    if args.account:
+        sizes = tuple(int(s) for s in args.sizes.split(","))
+        calibration = np.random.default_rng(99).uniform(0.0, 1.0, size=(2048, sizes[0])
+                                                         ).astype(np.float32)
+        for batch in (int(b) for b in args.batches.split(",")):
+            account_rows(make_mlp(sizes), sizes, batch, args.repeat, calibration)
+        return
     for sizes in (tuple(int(s) for s in args.sizes.split(",")), DIGITS_SIZES):
         layers = make_mlp(sizes)
         calibration = np.random.default_rng(99).uniform(0.0, 1.0, size=(2048, sizes[0])

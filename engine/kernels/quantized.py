@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import math
+import operator
 import weakref
 from dataclasses import dataclass
 
@@ -18,6 +19,11 @@ from engine.kernels import quantized_fbgemm as fbgemm
 from engine.kernels import quantized_pool
 from engine.kernels.registry import kernel
 from engine.ops import windows
+from engine.passes.quantize_graph import (
+    one_pass_scaled_max,  # noqa: F401 - the bench and tests reach it here
+    scaled_quint8_step,
+    step_with_reciprocal,
+)
 
 F32 = np.float32
 LIMITS = {dtypes.quint8: (0, 255), dtypes.qint8: (-128, 127), dtypes.quint16: (0, 65535),
@@ -134,7 +140,7 @@ def quantize_eigen(x: torch.Tensor, lo: float, hi: float, dtype) -> torch.Tensor
 
 def _quantizes_per_tensor(x: torch.Tensor) -> bool:
     """narrow_integers will take x's device through quantize_per_tensor (fbgemm's Quantize)."""
-    return x.device.type == "cpu" and fbgemm.quantize_ready()
+    return x.is_cpu and fbgemm.quantize_ready()
 
 
 def _quantize_from_zero_cpu(x: torch.Tensor, scale: float) -> torch.Tensor:
@@ -346,45 +352,27 @@ def _scaled_factor(node, lo: float, hi: float, dtype) -> tuple[F32, int, int]:
     return min(from_min, from_max), low, high
 
 
-def _quantize_scaled(node, x, lo, hi, dtype):
+def _scaled_constants(node, lo: float, hi: float, dtype) -> tuple[F32, float, float]:
+    """SCALED's factor and the output range it gives: (factor, low / factor, high / factor)."""
     scale, low, high = _scaled_factor(node, lo, hi, dtype)
-    lo, hi = float(F32(F32(low) / scale)), float(F32(F32(high) / scale))
+    return scale, float(F32(F32(low) / scale)), float(F32(F32(high) / scale))
+
+
+def _quantize_scaled(node, x, scale: F32, lo: float, hi: float, dtype) -> torch.Tensor:
+    low = LIMITS[dtype][0] + (1 if node.attr.get("narrow_range") else 0)
     if dtype is dtypes.quint8 and low == 0 and node.attr.get("round_mode") == "HALF_TO_EVEN":
         fast = _quantize_scaled_half_even_cpu(x, float(scale))
         if fast is not None:
-            return fast, lo, hi
+            return fast
     scaled = x.clamp(lo, hi) * _scalar(scale, x.device)
     rounded = torch.round(scaled) if node.attr.get("round_mode") == "HALF_TO_EVEN" else \
         round_half_away(scaled)
     # x was clamped into the type's range: only NaN is left to cast as x86 does
-    return (narrow_integers(rounded, dtype) if dtype.size < 4 else
-            to_integers(rounded, dtype)), lo, hi
+    return narrow_integers(rounded, dtype) if dtype.size < 4 else to_integers(rounded, dtype)
 
 
-@functools.lru_cache(maxsize=1024)
-def _step_with_reciprocal(factor: float) -> float | None:
-    """A float32 step whose float32 reciprocal is exactly `factor` (None if none is near
-    1 / factor): fbgemm's Quantize multiplies by 1.0f / step, so with it its product is TF's
-    float32 x * factor."""
-    want = F32(factor)
-    step = F32(1.0) / want
-    for candidate in (step, np.nextafter(step, F32(np.inf)), np.nextafter(step, F32(0.0))):
-        if F32(1.0) / F32(candidate) == want:
-            return float(candidate)
-    return None
-
-
-def one_pass_scaled_max(hi: float, tries: int = 64) -> float:
-    """The smallest float32 >= hi (within `tries` steps, else hi) whose SCALED quint8 factor
-    255 / max has a one-pass step on the CPU: a graph that quantizes its input with
-    QuantizeV2(SCALED, HALF_TO_EVEN) over [0, that max] takes the one-pass path, at the cost
-    of a range a few float32 ulps wider."""
-    top = F32(hi)
-    for _ in range(tries):
-        if _step_with_reciprocal(float(F32(255.0) / top)) is not None:
-            return float(top)
-        top = np.nextafter(top, F32(np.inf))
-    return float(F32(hi))
+# Torch-free (the pass picks the one-pass max with them): engine/passes/quantize_graph.py.
+_step_with_reciprocal = step_with_reciprocal
 
 
 def _quantize_scaled_half_even_cpu(x: torch.Tensor, factor: float) -> torch.Tensor | None:
@@ -393,14 +381,64 @@ def _quantize_scaled_half_even_cpu(x: torch.Tensor, factor: float) -> torch.Tens
     with the step whose reciprocal is factor; clamping x into [0, 255 / factor] first, as TF
     does, changes nothing (the product is monotonic, and both ends clamp). NaN (quantize_per_
     tensor makes it 255, TF 0) and a missing step leave it to the general path (None); a sum
-    that is NaN finds any NaN (and +inf beside -inf, which the general path also takes)."""
-    step = _step_with_reciprocal(factor)
+    that is NaN finds any NaN (and +inf beside -inf, which the general path also takes). The
+    result carries its quint8 (with that step), which a fused consumer whose scale is the
+    step takes without a copy (scaled_quint8_step prefers that step)."""
+    step = scaled_quint8_step(factor)
     if step is None or not _quantizes_per_tensor(x):
         return None
-    x = x.to(torch.float32).contiguous()
+    x = (x if x.dtype is torch.float32 else x.to(torch.float32)).contiguous()
     if x.numel() and math.isnan(float(x.sum())):
         return None
-    return fbgemm.plain_integers(torch.quantize_per_tensor(x, step, 0, torch.quint8))
+    q = torch.quantize_per_tensor(x, step, 0, torch.quint8)
+    plain = fbgemm.fresh_plain_uint8(q)
+    plain._engine_quint8 = (q, step, 0)
+    return plain
+
+
+@dataclass
+class _QuantizeRange:
+    """One QuantizeV2 node's range work, while its range inputs stay the same tensors: the
+    adjusted range, SCALED's factor, and the output range (the same CPU tensors each step,
+    as a Const's value is shared: a consumer's memo then knows them by identity)."""
+    lo: float
+    hi: float
+    factor: F32 | None
+    out_lo: float
+    out_hi: float
+    cpu_outputs: tuple | None = None
+    fast: object = None          # _one_pass_step's closure, where the node can take it
+
+    def outputs(self, values: torch.Tensor) -> tuple:
+        if not values.is_cpu:
+            return _outputs(values, self.out_lo, self.out_hi)[1:]
+        if self.cpu_outputs is None:
+            self.cpu_outputs = _outputs(values, self.out_lo, self.out_hi)[1:]
+        return self.cpu_outputs
+
+
+def _one_pass_step(known: _QuantizeRange):
+    """_quantize_scaled_half_even_cpu for one node's fixed range as one closure: x ->
+    (values, min, max), or None where x is not a float32 CPU tensor or holds a NaN (then the
+    general path runs). None if the factor has no one-pass step."""
+    step = scaled_quint8_step(float(known.factor))
+    if step is None or not fbgemm.quantize_ready():
+        return None
+    outputs = known.outputs(torch.zeros(0))
+    f32, u8, quint8 = torch.float32, torch.uint8, torch.quint8
+    quantize, empty, isnan = torch.quantize_per_tensor, torch.empty, math.isnan
+
+    def fast(x: torch.Tensor):
+        if x.dtype is not f32 or not x.is_cpu:
+            return None
+        x = x.contiguous()
+        if x.numel() and isnan(float(x.sum())):
+            return None
+        q = quantize(x, step, 0, quint8)
+        plain = empty(0, dtype=u8).set_(q.untyped_storage(), 0, q.shape)
+        plain._engine_quint8 = (q, step, 0)
+        return plain, *outputs
+    return fast
 
 
 @kernel("QuantizeV2", CPU={"T": ALL_Q}, GPU={"T": ALL_Q},
@@ -410,15 +448,36 @@ def quantize_v2(node, ctx):
     if node.attr["round_mode"] == "HALF_TO_EVEN" and mode != "SCALED":
         raise invalid(node, f"Round mode 'HALF_TO_EVEN' only supported for mode 'SCALED', "
                             f"but mode is '{mode}'.")
+    same = _SameInputs()
+
+    one_pass = mode == "SCALED" and dtype is dtypes.quint8 and \
+        node.attr["round_mode"] == "HALF_TO_EVEN" and not node.attr.get("narrow_range")
+
+    def constants(min_range, max_range) -> _QuantizeRange:
+        known = same.get((min_range, max_range))
+        if known is None:
+            lo, hi = adjusted_range(node, _range(min_range), _range(max_range))
+            known = _QuantizeRange(lo, hi, None, lo, hi) if mode != "SCALED" else \
+                _QuantizeRange(lo, hi, *_scaled_constants(node, lo, hi, dtype))
+            if one_pass:
+                known.fast = _one_pass_step(known)
+            same.put((min_range, max_range), known)
+        return known
 
     def run(x, min_range, max_range):
-        lo, hi = adjusted_range(node, _range(min_range), _range(max_range))
-        x = x.to(torch.float32)
+        known = constants(min_range, max_range)
+        if known.fast is not None:
+            done = known.fast(x)
+            if done is not None:
+                return done
+        x = x if x.dtype is torch.float32 else x.to(torch.float32)
         if mode == "MIN_COMBINED":
-            return _outputs(_quantize_min_combined(x, lo, hi, dtype), lo, hi)
-        if mode == "MIN_FIRST":
-            return _outputs(quantize_eigen(x, lo, hi, dtype), lo, hi)
-        return _outputs(*_quantize_scaled(node, x, lo, hi, dtype))
+            values = _quantize_min_combined(x, known.lo, known.hi, dtype)
+        elif mode == "MIN_FIRST":
+            values = quantize_eigen(x, known.lo, known.hi, dtype)
+        else:
+            values = _quantize_scaled(node, x, known.factor, known.out_lo, known.out_hi, dtype)
+        return values, *known.outputs(values)
     return run
 
 
@@ -429,10 +488,26 @@ def dequantize(node, ctx):
     low, high = LIMITS[dtype]
 
     memo = _StepMemo(repeats_only=True)     # weights mode: the same Const every step
+    same = _SameInputs()
 
     def run(q, min_range, max_range):
-        lo, hi = _range(min_range), _range(max_range)
+        known = same.get((min_range, max_range))
+        if known is None:
+            lo, hi = _range(min_range), _range(max_range)
+            known = (lo, hi, float(scaled_scale(lo, hi)) if mode == "SCALED" and
+                     out is dtypes.float32 else None)
+            same.put((min_range, max_range), known)
+        lo, hi, scale = known
+        if scale is not None:
+            made = fbgemm.dequantize_made(q, scale)
+            if made is not None:
+                return made
         return memo.get((q,), (lo, hi), lambda: values(q, lo, hi))
+
+    def scaled_scale(lo, hi) -> F32:
+        narrow_low = low + (1 if node.attr.get("narrow_range") else 0)
+        return F32(F32(hi) / F32(high)) if low == 0 else \
+            max(F32(F32(lo) / F32(narrow_low)), F32(F32(hi) / F32(high)))
 
     def values(q, lo, hi):
         if mode == "MIN_COMBINED":
@@ -443,10 +518,7 @@ def dequantize(node, ctx):
         elif mode == "MIN_FIRST":
             value = dequantize_eigen(q, lo, hi, dtype)
         else:
-            narrow_low = low + (1 if node.attr.get("narrow_range") else 0)
-            scale = F32(F32(hi) / F32(high)) if low == 0 else \
-                max(F32(F32(lo) / F32(narrow_low)), F32(F32(hi) / F32(high)))
-            value = q.to(torch.float32) * _scalar(scale, q.device)
+            value = q.to(torch.float32) * _scalar(scaled_scale(lo, hi), q.device)
         return value.to(out.torch_dtype)
     return run
 
@@ -804,40 +876,98 @@ def requantized_integer(a, b_kn, bias_f, scales: FusedScales, s_out: F32, tout,
     return torch.round(scaled.clamp(0 if relu else low, high)).to(tout.torch_dtype)
 
 
-def _fbgemm_ready(ctx, a, b_kn, scales: FusedScales) -> bool:
-    return ctx.device.device_type == "CPU" and a.device.type == "cpu" and fbgemm.usable() \
-        and 0 <= scales.zero_a <= 255 and min(a.shape[0], a.shape[1], b_kn.shape[1]) > 0
+def _fbgemm_static(ctx, b_kn, scales: FusedScales) -> bool:
+    """The fused op runs on fbgemm wherever a is a non-empty CPU tensor."""
+    return ctx.device.device_type == "CPU" and fbgemm.usable() and \
+        0 <= scales.zero_a <= 255 and min(b_kn.shape[0], b_kn.shape[1]) > 0
+
+
+@dataclass
+class _Fused:
+    """One fused node's per-step constants (from its weights and ranges)."""
+    scales: FusedScales
+    s_out: F32
+    bias_f: torch.Tensor
+    out_range: tuple
+    k: int
+    on_fbgemm: bool
+    product: object = None      # fbgemm.Product, packed on the first step fbgemm can take
+    fast: object = None         # its step closure (Product.step), where it has one
 
 
 def _fused_requantize(node, ctx, relu: bool):
     tout = node.attr["Toutput"]
-    memo = _StepMemo()
+    transpose_a, transpose_b = node.attr["transpose_a"], node.attr["transpose_b"]
+    zero_out = 0 if tout is dtypes.quint8 else 128   # qint8 rides as quint8 + 128
+    memo, same = _StepMemo(), _SameInputs()
 
-    def prepare(a, b, bias, ranges):
-        a_mk, b_kn = _fused_operands(node, a, b, bias)
+    def prepare(a, b, bias, ranges) -> _Fused:
+        _, b_kn = _fused_operands(node, a, b, bias)
         scales = fused_scales(node, ranges[0:2], ranges[2:4])
         lo, hi = ranges[4:6]
-        s_out = output_scale(node, lo, hi, tout)
-        return [scales, s_out, float_bias(bias, scales), None, _outputs(a, lo, hi)[1:]]
+        return _Fused(scales, output_scale(node, lo, hi, tout), float_bias(bias, scales),
+                      _outputs(a, lo, hi)[1:], int(b_kn.shape[0]),
+                      _fbgemm_static(ctx, b_kn, scales))
 
-    def run(a, b, bias, min_a, max_a, min_b, max_b, min_freezed, max_freezed):
-        ranges = tuple(_range(t) for t in (min_a, max_a, min_b, max_b, min_freezed,
-                                           max_freezed))
-        prepared = memo.get((b, bias), ranges, lambda: prepare(a, b, bias, ranges))
-        scales, s_out, bias_f, product, out_range = prepared
-        a_mk, b_kn = _fused_operands(node, a, b, bias)
-        if _fbgemm_ready(ctx, a_mk, b_kn, scales):
-            if product is None:     # packed on the first step fbgemm can take
-                product = prepared[3] = fbgemm.Product(
-                    b, node.attr["transpose_b"], float(scales.scale_b), bias_f, bias)
-            zero_out = 0 if tout is dtypes.quint8 else 128   # qint8 rides as quint8 + 128
-            out = product.run(a_mk, float(scales.scale_a), scales.zero_a, float(s_out),
-                              zero_out, relu)
-            out = torch.bitwise_xor(out, 128).view(torch.int8) if tout is dtypes.qint8 else out
+    def constants(a, b, bias, range_tensors) -> _Fused:
+        inputs = (b, bias, *range_tensors)
+        fused = same.get(inputs)
+        if fused is None:
+            ranges = tuple(_range(t) for t in range_tensors)
+            fused = memo.get((b, bias), ranges, lambda: prepare(a, b, bias, ranges))
+            same.put(inputs, fused)
+        return fused
+
+    def run(a, b, bias, *range_tensors):
+        fused = constants(a, b, bias, range_tensors)
+        a_mk = a.t() if transpose_a else a
+        if a_mk.dim() != 2 or a_mk.shape[1] != fused.k:
+            _fused_operands(node, a, b, bias)           # raises TF's message
+        if fused.fast is not None and a_mk.is_cpu and a_mk.shape[0] > 0:
+            return fused.fast(a_mk)
+        if fused.on_fbgemm and a_mk.is_cpu and a_mk.shape[0] > 0:
+            product = fused.product
+            if product is None:
+                product = fused.product = fbgemm.Product(
+                    b, transpose_b, float(fused.scales.scale_b), fused.bias_f, bias)
+                fused.fast = product.step(float(fused.scales.scale_a), fused.scales.zero_a,
+                                          float(fused.s_out), zero_out, relu,
+                                          tout is dtypes.qint8, fused.out_range)
+            out = product.run(a_mk, float(fused.scales.scale_a), fused.scales.zero_a,
+                              float(fused.s_out), zero_out, relu)
+            if tout is dtypes.qint8:
+                out = fbgemm.signed_view(out)
         else:
-            out = requantized_integer(a_mk, b_kn, bias_f, scales, s_out, tout, relu)
-        return out, *out_range
+            _, b_kn = _fused_operands(node, a, b, bias)
+            out = requantized_integer(a_mk, b_kn, fused.bias_f, fused.scales, fused.s_out,
+                                      tout, relu)
+        return out, *fused.out_range
     return run
+
+
+_VERSION = operator.attrgetter("_version")
+
+
+class _SameInputs:
+    """The value made from the last step's inputs while the very same tensors come back
+    unchanged (identity and version): a calibrated graph's Consts, and the range tensors an
+    upstream kernel hands on from its own memo, so a steady step reads no range with
+    .item(). It holds the last inputs (an id cannot be reused while they live): weights and
+    scalar ranges, never an activation. The checks run in C (map over operator.is_ and an
+    attrgetter): between fbgemm calls that flush the caches, every Python line costs."""
+
+    def __init__(self):
+        self.entry = None        # (tensors, versions, value): one atomic store
+
+    def get(self, tensors: tuple):
+        entry = self.entry
+        if entry is None or not all(map(operator.is_, entry[0], tensors)) or \
+                tuple(map(_VERSION, tensors)) != entry[1]:
+            return None
+        return entry[2]
+
+    def put(self, tensors: tuple, value) -> None:
+        self.entry = (tensors, tuple(map(_VERSION, tensors)), value)
 
 
 class _StepMemo:

@@ -163,16 +163,74 @@ class Product:
     def run(self, a: torch.Tensor, scale_a: float, zero_a: int, scale_out: float,
             zero_out: int, relu: bool) -> torch.Tensor:
         """u8 [m, k] -> u8 [m, n]: clamp(rint((acc + bias / (s_a s_b)) * s_a s_b / s_out) +
-        zero_out), acc = sum (a - zero_a) b in int32, exact (no pair saturates)."""
-        packed = self.entry.packed
-        if self.entry.safe_max < U8_MAX and a.numel() and int(a.max()) > self.entry.safe_max:
+        zero_out), acc = sum (a - zero_a) b in int32, exact (no pair saturates). The plain
+        result carries the quint8 it views (as_quint8 hands that one to the next fused op)."""
+        entry = self.entry
+        packed = entry.packed
+        if entry.safe_max < U8_MAX and a.numel() and int(a.max()) > entry.safe_max:
             index, packed = self._spread()
             a = a.index_select(1, index)
-        op = torch.ops.quantized.linear_relu if relu else torch.ops.quantized.linear
-        out = op(as_quint8(a, scale_a, zero_a), packed, scale_out, zero_out)
-        plain = plain_uint8(out)
+        out = linear_op(relu)(as_quint8(a, scale_a, zero_a), packed, scale_out, zero_out)
+        plain = fresh_plain_uint8(out)
         plain._engine_quint8 = (out, scale_out, zero_out)
         return plain
+
+
+    def step(self, scale_a: float, zero_a: int, scale_out: float, zero_out: int, relu: bool,
+             signed: bool, extra: tuple):
+        """run for a with no pair to spread, as one closure over everything fixed: a ->
+        (out, *extra), out the plain uint8 result (signed: the int8 signed_view). None where
+        some a could saturate a pair (run checks a's values each step)."""
+        if self.entry.safe_max < U8_MAX:
+            return None
+        packed, op, empty, u8 = self.entry.packed, linear_op(relu), torch.empty, torch.uint8
+        made_key, wrap, xor, i8 = (scale_out, zero_out), _quantized, torch.bitwise_xor, torch.int8
+
+        def fast(a: torch.Tensor) -> tuple:
+            made = getattr(a, "_engine_quint8", None)
+            q = made[0] if made is not None and made[1] == scale_a and made[2] == zero_a \
+                else wrap(a.contiguous(), scale_a, zero_a)
+            out = op(q, packed, scale_out, zero_out)
+            plain = empty(0, dtype=u8).set_(out.untyped_storage(), 0, out.shape)
+            if signed:
+                plain = xor(plain, 128).view(i8)
+            plain._engine_quint8 = (out, *made_key)
+            return plain, *extra
+        return fast
+
+
+_LINEAR: dict[bool, object] = {}
+
+
+def linear_op(relu: bool):
+    """quantized::linear[_relu]'s one overload, called directly: the overload packet's
+    __call__ looks for Python dispatch on every call, 20-40 us a call here (bench_quantized)."""
+    op = _LINEAR.get(relu)
+    if op is None:
+        op = _LINEAR[relu] = (torch.ops.quantized.linear_relu if relu else
+                              torch.ops.quantized.linear).default
+    return op
+
+
+def signed_view(plain: torch.Tensor) -> torch.Tensor:
+    """A Product's uint8 result with zero point 128 as the qint8 values it stands for
+    (u - 128 is u ^ 128 read as int8); it carries the quint8 so that a Dequantize can let
+    torch dequantize it in one call (see dequantize_made)."""
+    signed = torch.bitwise_xor(plain, 128).view(torch.int8)
+    signed._engine_quint8 = plain._engine_quint8
+    return signed
+
+
+def dequantize_made(q: torch.Tensor, scale: float) -> torch.Tensor | None:
+    """q's float32 values (q * scale, q int8) through torch's dequantize of the quint8 that
+    q came from, where q is a signed_view with that scale; else None. Bit for bit q * scale:
+    torch computes fma(scale, u, -128 * scale) (or (u - 128) * scale), and -128 * scale is
+    exact for a scale in [2^-100, 2^100], so both round the exact scale * (u - 128) once."""
+    made = getattr(q, "_engine_quint8", None)
+    if made is None or made[2] != 128 or made[1] != scale or q.dtype != torch.int8 or \
+            not 2.0 ** -100 <= scale <= 2.0 ** 100:
+        return None
+    return made[0].dequantize()
 
 
 def as_quint8(a: torch.Tensor, scale: float, zero_point: int) -> torch.Tensor:
@@ -192,6 +250,12 @@ def plain_uint8(q: torch.Tensor) -> torch.Tensor:
 
 
 _PLAIN = {torch.quint8: torch.uint8, torch.qint8: torch.int8, torch.qint32: torch.int32}
+
+
+def fresh_plain_uint8(q: torch.Tensor) -> torch.Tensor:
+    """plain_uint8 of a CPU quint8 tensor an op just made (contiguous, offset 0), in two
+    torch calls instead of six."""
+    return torch.empty(0, dtype=torch.uint8).set_(q.untyped_storage(), 0, q.shape)
 
 
 def plain_integers(q: torch.Tensor) -> torch.Tensor:

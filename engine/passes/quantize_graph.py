@@ -7,6 +7,7 @@ FakeQuant nodes give their ranges; a fallback range can stand in for Requantizat
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -87,6 +88,58 @@ def quantize_quint8(values: np.ndarray, lo: float, hi: float, mode: str) -> np.n
     min_scaled = F32(_round_half_away(np.float32(F32(lo) * scale)))
     q = _round_half_away(x * scale) - min_scaled
     return np.clip(q, 0, 255).astype(np.uint8)
+
+
+# -- the one-pass SCALED quantize (what the fused dense layers' input QuantizeV2 uses) ---------
+
+@functools.lru_cache(maxsize=1024)
+def step_with_reciprocal(factor: float) -> float | None:
+    """A float32 step whose float32 reciprocal is exactly `factor` (None if none is near
+    1 / factor): fbgemm's Quantize multiplies by 1.0f / step, so with it its product is TF's
+    float32 x * factor."""
+    want = F32(factor)
+    step = F32(1.0) / want
+    for candidate in (step, np.nextafter(step, F32(np.inf)), np.nextafter(step, F32(0.0))):
+        if F32(1.0) / F32(candidate) == want:
+            return float(candidate)
+    return None
+
+
+@functools.lru_cache(maxsize=1024)
+def scaled_quint8_step(factor: float) -> float | None:
+    """The step for QuantizeV2(SCALED, HALF_TO_EVEN) into quint8 with this factor (255 / max)
+    in one pass of fbgemm's Quantize: the one a fused consumer reads off QuantizeV2's output
+    range (max_out / 255, max_out = 255 / factor) where its reciprocal is the factor, so the
+    consumer takes the quantized tensor as it is; else any step with that reciprocal."""
+    top = F32(F32(255.0) / F32(factor))
+    consumers = F32(top / F32(255.0))
+    if consumers > 0 and F32(1.0) / consumers == F32(factor):
+        return float(consumers)
+    return step_with_reciprocal(factor)
+
+
+def _consumers_step(top: F32) -> bool:
+    factor = F32(F32(255.0) / top)
+    return scaled_quint8_step(float(factor)) == float(F32(F32(F32(255.0) / factor) /
+                                                          F32(255.0)))
+
+
+def one_pass_scaled_max(hi: float, tries: int = 64) -> float:
+    """The smallest float32 >= hi (within `tries` steps) whose SCALED quint8 factor 255 / max
+    has a one-pass step, preferring one that is also the consumer's scale (scaled_quint8_step);
+    else hi. QuantizeV2(SCALED, HALF_TO_EVEN) over [0, that max] takes the one-pass path, at
+    the cost of a range a few float32 ulps wider."""
+    start = F32(hi)
+    if not np.isfinite(start) or start <= 0:
+        return float(start)
+    fallback, top = None, start
+    for _ in range(tries):
+        if _consumers_step(top):
+            return float(top)
+        if fallback is None and step_with_reciprocal(float(F32(255.0) / top)) is not None:
+            fallback = top
+        top = np.nextafter(top, F32(np.inf))
+    return float(start if fallback is None else fallback)
 
 
 # -- node builders -----------------------------------------------------------------------------
@@ -185,25 +238,39 @@ def _weights(p: _Pass) -> None:
 
 # -- eightbit mode: inputs and outputs of a quantized op ---------------------------------------
 
-def quantize_input(p: _Pass, owner: NodeDef, spelling: str) -> tuple[str, str, str]:
+def quantize_input(p: _Pass, owner: NodeDef, spelling: str,
+                   scaled: bool = False) -> tuple[str, str, str]:
     """TF's eightbitize_input_to_node: QuantizeV2(x, min, max) named
     <owner>_eightbit_quantize_<x>, its range from Min/Max reductions at run time or, with
-    calibration, from two Consts. Returns the (value, min, max) spellings."""
+    calibration, from two Consts. Returns the (value, min, max) spellings. With `scaled`
+    (scaled_input says when), mode SCALED with HALF_TO_EVEN over [0, one_pass_scaled_max]:
+    MIN_FIRST's levels for a range from 0, ties to even instead of away from zero."""
     prefix = f"{owner.name}_eightbit"
     suffix = _safe_suffix(spelling)
     calibrated = p.range_of(spelling)
     if calibrated is not None:
+        top = one_pass_scaled_max(calibrated[1]) if scaled else calibrated[1]
         lo = p.emit(owner.name, _scalar(p.name(f"{prefix}_min_{suffix}"), calibrated[0]),
                     owner.device)
-        hi = p.emit(owner.name, _scalar(p.name(f"{prefix}_max_{suffix}"), calibrated[1]),
-                    owner.device)
+        hi = p.emit(owner.name, _scalar(p.name(f"{prefix}_max_{suffix}"), top), owner.device)
     else:
         lo, hi = _runtime_range(p, owner, spelling, prefix, suffix)
-    attrs = {"T": dtypes.quint8, "mode": "MIN_FIRST", "round_mode": "HALF_AWAY_FROM_ZERO",
+    attrs = {"T": dtypes.quint8, "mode": "SCALED" if scaled else "MIN_FIRST",
+             "round_mode": "HALF_TO_EVEN" if scaled else "HALF_AWAY_FROM_ZERO",
              "narrow_range": False, "axis": -1, "ensure_minimum_range": 0.01}
     q = p.emit(owner.name, NodeDef(p.name(f"{prefix}_quantize_{suffix}"), "QuantizeV2",
                                    [spelling, lo, hi], attr=attrs), owner.device)
     return q, f"{q}:1", f"{q}:2"
+
+
+def scaled_input(p: _Pass, spelling: str) -> bool:
+    """A float input whose calibrated range starts at 0 and that no Dequantize of quint8
+    makes (that pair goes away, remove_redundant_quantization) is quantized in SCALED mode:
+    the same levels as MIN_FIRST, one pass on the CPU instead of five (bench_quantized)."""
+    calibrated = p.range_of(spelling)
+    producer = p.rw.producer(spelling)
+    return calibrated is not None and calibrated[0] == 0 and calibrated[1] > 0 and \
+        not (producer.op == "Dequantize" and producer.attr.get("T") is dtypes.quint8)
 
 
 def _common_dims(p: _Pass, owner: NodeDef, prefix: str) -> tuple[str, str]:

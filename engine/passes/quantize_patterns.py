@@ -18,6 +18,7 @@ from engine.passes.quantize_graph import (
     _scalar,
     quantize_input,
     safe_range,
+    scaled_input,
 )
 from engine.passes.rewrite import load_op_registry
 
@@ -118,7 +119,11 @@ def _fuse(p: _Pass, head: NodeDef, tail, op: str, suffix: str, attrs: dict) -> N
     and removes head, BiasAdd and Relu (the node map keeps the last one)."""
     bias_add, relu, last, weight, bias = tail
     out_type, lo, hi = _output_range(p, last, relu)
-    a = quantize_input(p, head, head.data_inputs()[0])
+    spelling = head.data_inputs()[0]
+    scaled = "input_quant_mode" in attrs and scaled_input(p, spelling)
+    if scaled:
+        attrs = dict(attrs, input_quant_mode="SCALED")
+    a = quantize_input(p, head, spelling, scaled)
     b = _qint8_weights(p, head.name, weight)
     origin = last.name
     frozen = [p.emit(origin, _scalar(p.name(f"{origin}_eightbit_frozen_{tag}"), v),
