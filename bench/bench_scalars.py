@@ -14,12 +14,14 @@ the same run:
      one SELECT per run folder (the floor any listing pays).
 The 1-minute load average is printed beside each figure.
 
-With --against DIR the browser part also runs DIR's `workbench serve` (another checkout,
-say main), in turn with this one's, each on the same store at the same time: before and
-after in one machine state.
+The runs hold the scalar blocks RunWriter commits (the curves are drawn from them); with
+--without-blocks they are stores as written before blocks (schema 3: every value is read),
+the before figure on this checkout. With --against DIR the browser part also runs DIR's
+`workbench serve` (another checkout, say main), in turn with this one's, each on the same
+store at the same time (a checkout older than schema 4 needs --without-blocks).
 
 Usage: python bench/bench_scalars.py [--points N] [--runs N] [--servers N] [--no-browser]
-       [--against DIR]"""
+       [--against DIR] [--without-blocks]"""
 
 from __future__ import annotations
 
@@ -40,7 +42,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 from bench_layout import best_time  # noqa: E402
 from bench_workbench_robust import Server  # noqa: E402  (workbench serve in a subprocess)
 
-from engine.record import RunWriter, list_runs  # noqa: E402
+from engine.record import RunWriter, list_runs, store  # noqa: E402
 
 RUNS, TAGS = ("lr-0.1", "lr-0.01", "lr-0.001"), tuple(f"metric_{k}" for k in range(5))
 
@@ -50,9 +52,11 @@ def load() -> str:
     return f"load {Path('/proc/loadavg').read_text().split()[0]}"
 
 
-def write_run(logdir: Path, name: str, points: int, seed: int) -> None:
+def write_run(logdir: Path, name: str, points: int, seed: int, blocks: bool = True) -> None:
     """A run with TAGS, `points` each: one RunWriter point per tag, then the rest by one
-    executemany in the store's row format (RunWriter.scalar a million times takes minutes)."""
+    executemany in the store's row format (RunWriter.scalar a million times takes minutes),
+    and the blocks RunWriter would have committed with them (store.scalar_blocks of each
+    tag's rows); without `blocks`, a store as written before blocks (schema 3)."""
     with RunWriter(logdir, name) as run:
         for tag in TAGS:
             run.scalar(tag, 1.0, 0)
@@ -68,7 +72,29 @@ def write_run(logdir: Path, name: str, points: int, seed: int) -> None:
             conn.executemany(
                 "INSERT INTO scalars (seq, wall_time, tag_id, step, value) VALUES (?,?,?,?,?)",
                 ((base + i, 1.7e9 + i, tag_id, i, float(values[i])) for i in range(1, points)))
+        if blocks:
+            _write_blocks(conn)
+        else:
+            conn.execute("DROP TABLE scalar_blocks")
+            conn.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
     conn.close()
+
+
+def _write_blocks(conn: sqlite3.Connection) -> None:
+    """Each tag's blocks of its rows in the order written, as the committer makes them."""
+    (seq,) = conn.execute("SELECT MAX(seq) FROM scalars").fetchone()
+    for (tag_id,) in conn.execute("SELECT id FROM tags WHERE kind = 'scalar'").fetchall():
+        rows = np.array(conn.execute("SELECT seq, step, value, wall_time FROM scalars WHERE "
+                                     "tag_id = ? ORDER BY seq", (tag_id,)).fetchall())
+        bodies = store.scalar_blocks(rows[:, 1], rows[:, 2], rows[:, 3]).astype("<f8")
+        size = store.SCALAR_BLOCK_POINTS
+        conn.executemany(
+            "INSERT INTO scalar_blocks (seq, wall_time, tag_id, first_seq, last_seq, body) "
+            "VALUES (?,?,?,?,?,?)",
+            ((seq + 1 + k, rows[k * size + size - 1, 3], tag_id, int(rows[k * size, 0]),
+              int(rows[k * size + size - 1, 0]), bodies[k].tobytes())
+             for k in range(len(bodies))))
+        seq += len(bodies)
 
 
 def every_point_figures(logdir: Path) -> list:
@@ -268,6 +294,8 @@ def main() -> None:
     parser.add_argument("--no-browser", action="store_true")
     parser.add_argument("--servers", type=int, default=3,
                         help="fresh servers (and browser profiles) to navigate on")
+    parser.add_argument("--without-blocks", action="store_true",
+                        help="stores as written before scalar blocks (the before figure)")
     parser.add_argument("--against", type=Path, default=None,
                         help="another checkout (say main) whose server is navigated in turn "
                              "with this one's, so both meet the same machine state")
@@ -275,8 +303,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         curves_dir, many_dir = Path(tmp) / "curves", Path(tmp) / "many"
         for seed, name in enumerate(RUNS):
-            write_run(curves_dir, name, args.points, seed)
-        print(f"Scalars: {len(RUNS)} runs x {len(TAGS)} tags x {args.points:,} points")
+            write_run(curves_dir, name, args.points, seed, blocks=not args.without_blocks)
+        print(f"Scalars: {len(RUNS)} runs x {len(TAGS)} tags x {args.points:,} points, "
+              f"{'without' if args.without_blocks else 'with'} scalar blocks")
         ours, peer, our_bytes, peer_bytes, points = server_side(curves_dir)
         print(f"  callback, cold cache        ours {ours:6.3f} s ({our_bytes / 1e6:5.2f} MB, "
               f"{points} points a trace)   "
