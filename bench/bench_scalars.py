@@ -20,8 +20,12 @@ the before figure on this checkout. With --against DIR the browser part also run
 `workbench serve` (another checkout, say main), in turn with this one's, each on the same
 store at the same time (a checkout older than schema 4 needs --without-blocks).
 
+With --million, also one run with a 1,000,000-point tag: a curve with a cold cache (data.curve,
+1,200 and 544 points) drawn from its blocks, beside the same store without blocks (every value
+read: the peer).
+
 Usage: python bench/bench_scalars.py [--points N] [--runs N] [--servers N] [--no-browser]
-       [--against DIR] [--without-blocks]"""
+       [--against DIR] [--without-blocks] [--million]"""
 
 from __future__ import annotations
 
@@ -287,6 +291,40 @@ def listing(logdir: Path) -> dict[str, float]:
             "floor": best_time(floor, 3)[0]}
 
 
+def million_point_tag(logdir: Path) -> dict[tuple[bool, int], float]:
+    """{(with blocks, points): best cold data.curve seconds} for a 1,000,000-point tag."""
+    import shutil
+
+    from viz.scalars import subplot_points
+    from workbench import data
+
+    with RunWriter(logdir, "blocks") as run:
+        run.scalar("loss", 1.0, 0)
+    conn = sqlite3.connect(logdir / "blocks" / "run.sqlite")
+    values = np.random.default_rng(0).normal(size=1_000_000).cumsum()
+    with conn:
+        conn.executemany(
+            "INSERT INTO scalars (seq, wall_time, tag_id, step, value) VALUES (?,?,?,?,?)",
+            ((100 + i, 1.7e9 + i, 1, i, float(values[i])) for i in range(1, values.size)))
+        _write_blocks(conn)
+    conn.close()
+    shutil.copytree(logdir / "blocks", logdir / "rows")
+    conn = sqlite3.connect(logdir / "rows" / "run.sqlite")
+    with conn:
+        conn.execute("DROP TABLE scalar_blocks")
+        conn.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
+    conn.close()
+    data.set_logdir(logdir)
+    figures = {}
+    for name in ("blocks", "rows"):
+        for points in (subplot_points(1), subplot_points(2)):
+            def cold(name=name, points=points):
+                data.clear_cache()
+                return data.curve(name, "loss", 0.6, points)
+            figures[name == "blocks", points] = best_time(cold, 3)[0]
+    return figures
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--points", type=int, default=100_000)
@@ -296,6 +334,8 @@ def main() -> None:
                         help="fresh servers (and browser profiles) to navigate on")
     parser.add_argument("--without-blocks", action="store_true",
                         help="stores as written before scalar blocks (the before figure)")
+    parser.add_argument("--million", action="store_true",
+                        help="also a 1,000,000-point tag's curve, with and without blocks")
     parser.add_argument("--against", type=Path, default=None,
                         help="another checkout (say main) whose server is navigated in turn "
                              "with this one's, so both meet the same machine state")
@@ -326,6 +366,12 @@ def main() -> None:
             ours = statistics.median(n.drawn for n in later[ROOT])
             print(f"  plotly.js with every point on a bare page {peer:6.3f} s   ratio "
                   f"{ours / peer:.2f}x   {load()}")
+        if args.million:
+            figures = million_point_tag(Path(tmp) / "million")
+            for points in sorted({p for _, p in figures}, reverse=True):
+                ours, peer = figures[True, points], figures[False, points]
+                print(f"  1,000,000-point tag, {points} points, cold: from blocks {ours:6.3f} s"
+                      f"   every value read {peer:6.3f} s   ratio {ours / peer:.2f}x   {load()}")
         for k in range(args.runs):
             with RunWriter(many_dir, f"run-{k:04d}") as run:
                 run.scalar("loss", 1.0 / (k + 1), 0)
