@@ -4,7 +4,8 @@
 // prop 100 ms later (so that Python can read dragged positions); Dash then renders the
 // component again and it diffs every element once more. No callback reads those elements
 // (the server placed every node), so that round only cost each redraw a second pass over
-// the drawing, often before its first frame was painted.
+// the drawing, often before its first frame was painted. And a hovered node shows its
+// whole name when its label was cut short.
 (function () {
     "use strict";
     let current;
@@ -19,12 +20,30 @@
         }
     }
 
+    // A label the server cut short (viz.graph_labels.clipped_label) carries the whole in
+    // data "full": hovering the node shows it as the canvas's tooltip.
+    function hover(cy) {
+        if (!cy || typeof cy.on !== "function") {
+            return;
+        }
+        const box = cy.container();
+        cy.on("mouseover", "node", (event) => {
+            box.title = event.target.data("full") || "";
+        });
+        cy.on("mouseout", "node", () => {
+            box.title = "";
+        });
+    }
+
     Object.defineProperty(window, "cy", {
         configurable: true,
         get: () => current,
         set: (cy) => {
             current = cy;
-            queueMicrotask(() => quiet(cy));
+            queueMicrotask(() => {
+                quiet(cy);
+                hover(cy);
+            });
         },
     });
 })();

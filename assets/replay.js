@@ -126,12 +126,20 @@
     }
 
     // The user opened or closed a scope: the address says which are open, so a reload or a
-    // shared link draws the same expansion (play and scrub keep the parameter).
+    // shared link draws the same expansion (play and scrub keep the parameter). Written as
+    // common.address writes a list: comma-joined, or once per item when an item has a
+    // comma (a series "block_[0-2,5]"), a lone one followed by an empty one.
     // null (another run than the address's was chosen) drops the parameter.
     function opened(value) {
-        if (typeof value !== "string" && value !== null) { return noUpdate(); }
+        if (!Array.isArray(value) && value !== null) { return noUpdate(); }
         const params = new URLSearchParams(window.location.search);
-        if (value === null) { params.delete("open"); } else { params.set("open", value); }
+        params.delete("open");
+        if (value !== null && value.some((item) => String(item).includes(","))) {
+            value.forEach((item) => params.append("open", item));
+            if (value.length === 1) { params.append("open", ""); }
+        } else if (value !== null) {
+            params.set("open", value.join(","));
+        }
         const address = window.location.pathname + "?" + params.toString();
         if (window.location.pathname.endsWith("/replay")) {
             window.history.replaceState(window.history.state, "", address);

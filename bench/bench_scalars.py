@@ -15,10 +15,10 @@ the same run:
 The 1-minute load average is printed beside each figure.
 
 The runs hold the scalar blocks RunWriter commits (the curves are drawn from them); with
---without-blocks they are stores as written before blocks (schema 3: every value is read),
+--without-blocks they are stores as written before blocks (schema 4: every value is read),
 the before figure on this checkout. With --against DIR the browser part also runs DIR's
 `workbench serve` (another checkout, say main), in turn with this one's, each on the same
-store at the same time (a checkout older than schema 4 needs --without-blocks).
+store at the same time (a checkout older than schema 5 needs --without-blocks).
 
 With --million, also one run with a 1,000,000-point tag: a curve with a cold cache (data.curve,
 1,200 and 544 points) drawn from its blocks, beside the same store without blocks (every value
@@ -60,7 +60,7 @@ def write_run(logdir: Path, name: str, points: int, seed: int, blocks: bool = Tr
     """A run with TAGS, `points` each: one RunWriter point per tag, then the rest by one
     executemany in the store's row format (RunWriter.scalar a million times takes minutes),
     and the blocks RunWriter would have committed with them (store.scalar_blocks of each
-    tag's rows); without `blocks`, a store as written before blocks (schema 3)."""
+    tag's rows); without `blocks`, a store as written before blocks (schema 4)."""
     with RunWriter(logdir, name) as run:
         for tag in TAGS:
             run.scalar(tag, 1.0, 0)
@@ -80,7 +80,7 @@ def write_run(logdir: Path, name: str, points: int, seed: int, blocks: bool = Tr
             _write_blocks(conn)
         else:
             conn.execute("DROP TABLE scalar_blocks")
-            conn.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
+            conn.execute("UPDATE meta SET value = '4' WHERE key = 'schema_version'")
     conn.close()
 
 
@@ -312,7 +312,7 @@ def million_point_tag(logdir: Path) -> dict[tuple[bool, int], float]:
     conn = sqlite3.connect(logdir / "rows" / "run.sqlite")
     with conn:
         conn.execute("DROP TABLE scalar_blocks")
-        conn.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
+        conn.execute("UPDATE meta SET value = '4' WHERE key = 'schema_version'")
     conn.close()
     data.set_logdir(logdir)
     figures = {}

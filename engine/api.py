@@ -67,6 +67,7 @@ from engine.ops.cond import *  # noqa: F401,F403
 from engine.ops.control_flow_ops import *  # noqa: F401,F403,A004
 from engine.ops.core import convert_to_tensor  # noqa: F401
 from engine.ops.debug_ops import *  # noqa: F401,F403
+from engine.ops.fake_quant_ops import *  # noqa: F401,F403
 from engine.ops.functional_ops import *  # noqa: F401,F403
 from engine.ops.init_ops import *  # noqa: F401,F403
 from engine.ops.math_ops import *  # noqa: F401,F403,A004

@@ -285,6 +285,21 @@ SIGNATURES = {
     "VariableV2": "-> ref | shape:shape, dtype:type, container=string, shared_name=string",
     "Where": "input -> index | T=type",
     "ZerosLike": "x -> y | T:type",
+    # Fake quantization (TF 2.21's OpDefs): float32 only, so no type attr.
+    "FakeQuantWithMinMaxArgs": ("inputs -> outputs | min=float, max=float, num_bits=int, "
+                                "narrow_range=bool"),
+    "FakeQuantWithMinMaxArgsGradient": ("gradients, inputs -> backprops | min=float, "
+                                        "max=float, num_bits=int, narrow_range=bool"),
+    "FakeQuantWithMinMaxVars": "inputs, min, max -> outputs | num_bits=int, narrow_range=bool",
+    "FakeQuantWithMinMaxVarsGradient": ("gradients, inputs, min, max -> backprops_wrt_input, "
+                                        "backprop_wrt_min, backprop_wrt_max | num_bits=int, "
+                                        "narrow_range=bool"),
+    "FakeQuantWithMinMaxVarsPerChannel": ("inputs, min, max -> outputs | num_bits=int, "
+                                          "narrow_range=bool"),
+    "FakeQuantWithMinMaxVarsPerChannelGradient": ("gradients, inputs, min, max -> "
+                                                  "backprops_wrt_input, backprop_wrt_min, "
+                                                  "backprop_wrt_max | num_bits=int, "
+                                                  "narrow_range=bool"),
     # Quantized ops (TF 2.21's OpDefs): values, then their float min and max scalars.
     "Dequantize": ("input, min_range, max_range -> output | T:type, mode=string, "
                    "narrow_range=bool, axis=int, dtype=type"),

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from viz.graph_labels import title_width
 from viz.layout import BOX_LABEL, BOX_PAD, ROW_GAP
 
 Point = tuple[float, float]
@@ -37,9 +38,11 @@ class Geometry:
 
 
 def geometry(parents: Mapping[str, str], positions: Mapping[str, Point],
-             sizes: Mapping[str, tuple[float, float]]) -> Geometry:
+             sizes: Mapping[str, tuple[float, float]],
+             titles: Mapping[str, str] | None = None) -> Geometry:
     """Footprints as nested_layout allotted them: a leaf is its size around its centre; a
-    box is its children's extent plus padding, and the label band above."""
+    box is its children's extent plus padding, and the label band above, at least as wide
+    as its title (`titles`: box id -> label) around its middle."""
     children: dict[str, list[str]] = {"": []}
     for item, parent in parents.items():
         children.setdefault(parent, []).append(item)
@@ -63,9 +66,10 @@ def geometry(parents: Mapping[str, str], positions: Mapping[str, Point],
         inner = [rects[kid] for kid in children[box] if kid in rects]
         if not inner:
             continue
-        rects[box] = (min(r[0] for r in inner) - BOX_PAD,
-                      min(r[1] for r in inner) - BOX_PAD - BOX_LABEL,
-                      max(r[2] for r in inner) + BOX_PAD, max(r[3] for r in inner) + BOX_PAD)
+        left, right = min(r[0] for r in inner) - BOX_PAD, max(r[2] for r in inner) + BOX_PAD
+        spill = max(0.0, (title_width((titles or {}).get(box, "")) - (right - left)) / 2)
+        rects[box] = (left - spill, min(r[1] for r in inner) - BOX_PAD - BOX_LABEL,
+                      right + spill, max(r[3] for r in inner) + BOX_PAD)
     rows: dict[str, tuple[Row, ...]] = {}
     row_of: dict[str, int] = {}
     for box, kids in children.items():

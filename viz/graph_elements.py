@@ -32,6 +32,18 @@ from viz.colors import (
 )
 from viz.edge_routes import geometry, route, segments
 from viz.edges import input_source
+from viz.graph_labels import (
+    BOX_FONT,
+    EDGE_FONT,
+    FONT_FAMILY,
+    LEAF_FONT,
+    LINE_PX,
+    clipped_label,
+    drawn,
+    place_edge_labels,
+    text_width,
+    title_width,
+)
 from viz.hierarchy import OP, ROOT, SERIES, HierarchyView, ViewEdge, ViewNode, fold_edges
 from viz.layout import BOX_LABEL, BOX_PAD, nested_layout
 
@@ -43,8 +55,6 @@ COLOR_MODES = {
     "bytes": "Output bytes (step)",
 }
 DEFAULT_COLOR_MODE = "device"
-CHAR_PX = 6.6                  # mean glyph width of the 11 px label font
-LINE_PX = 14
 NO_STEP_COLOR = "#eeeeee"
 CUT_COLOR = "#d55e00"
 CUT_LEGEND = "Send/Recv cut"
@@ -52,6 +62,7 @@ CUT_LEGEND = "Send/Recv cut"
 # one edge (TensorBoard's bridge edges): opening a scope that variables, gradients and
 # summaries reach would otherwise add dozens of long edges routed round other boxes.
 BUNDLE_MIN = 4
+CUT_TENSOR_MAX = 30            # a cut edge's label names its tensor in this many characters
 DEVICE_BOX = "device:"         # id prefix of a partition view's device box
 TASK_BOX = "task:"
 
@@ -280,7 +291,8 @@ def cut_label(edge: ViewEdge, cuts: Mapping[tuple[str, str], list[CutEdgeRecord]
     tensors = sorted({cut.tensor for cut in found.values()})
     total = sum(moved.get(key, cut.bytes) for key, cut in found.items())
     time_us = sum(facts.time_us.get(cut.recv_node, 0.0) for cut in found.values())
-    parts = [tensors[0] + (f" +{len(tensors) - 1}" if len(tensors) > 1 else ""),
+    parts = [clipped_label(tensors[0], CUT_TENSOR_MAX)
+             + (f" +{len(tensors) - 1}" if len(tensors) > 1 else ""),
              format_bytes(total)]
     if time_us:
         parts.append(format_us(time_us))
@@ -292,20 +304,27 @@ def cut_label(edge: ViewEdge, cuts: Mapping[tuple[str, str], list[CutEdgeRecord]
 
 def _leaf_lines(node: ViewNode, device: str) -> list[str]:
     if node.kind == OP:
-        return [node.label]
+        return [clipped_label(node.label)]
     count = len(node.members)
-    first = f"{node.label} ({node.size})" if node.kind == SERIES else node.label
+    first = clipped_label(f"{node.label} ({node.size})" if node.kind == SERIES else node.label)
     where = f" · {device_label(device)}" if device else ""
     return [first, f"{count} op{'s' if count != 1 else ''}{where}"]
 
 
+def _unclipped_first(node: ViewNode) -> str:
+    return f"{node.label} ({node.size})" if node.kind == SERIES else node.label
+
+
 def _leaf(node: ViewNode, parent: str, color: str, device: str, selected: bool) -> dict:
     lines = _leaf_lines(node, device)
-    width = max(len(line) for line in lines) * CHAR_PX + 18
+    # room round the text: an ellipse is narrower than its box above and below the middle
+    width = max(text_width(line, LEAF_FONT) for line in lines) + 18
     height = LINE_PX * len(lines) + (12 if node.kind == OP else 18)
     data = {"id": node.id, "label": "\n".join(lines), "kind": node.kind, "color": color,
-            "text": text_color(color), "width": round(width), "height": height,
+            "text": text_color(color), "width": round(width + 0.49), "height": height,
             "members": len(node.members)}
+    if lines[0] != _unclipped_first(node):
+        data["full"] = _unclipped_first(node)      # the hover shows what the label cut
     if parent != ROOT:
         data["parent"] = parent
     classes = f"leaf {node.kind}" + (" selected" if selected else "")
@@ -365,12 +384,14 @@ def _place(elements: list[dict], nodes: Sequence[ViewNode], edges: Sequence[View
              if "width" in e["data"]}
     parents = {node.id: node.parent for node in nodes}
     pairs = [(edge.src, edge.dst) for edge in edges]
-    at = nested_layout(parents, sizes, pairs)
+    titles = {e["data"]["id"]: e["data"]["label"] for e in elements if "box" in e["classes"]}
+    at = nested_layout(parents, sizes, pairs,
+                       box_widths={box: title_width(label) for box, label in titles.items()})
     for element in elements:
         found = at.get(element["data"]["id"])
         if found is not None and "width" in element["data"]:
             element["position"] = {"x": found[0], "y": found[1]}
-    placed = geometry(parents, at, sizes)
+    placed = geometry(parents, at, sizes, titles)
     centres = {item: {"x": x, "y": y} for item, (x, y) in
                node_centres(placed.rects, at).items()}
     return {pair: route(placed, *pair) for pair in pairs}, centres
@@ -399,8 +420,10 @@ def _routed(element: dict, bends: list[tuple[float, float]],
 
 
 def _box(node: ViewNode, parent: str, color: str = "") -> dict:
-    data = {"id": node.id, "label": node.label + ("/" if node.kind not in (
-        "device", "task") else ""), "kind": node.kind}
+    title = node.label + ("/" if node.kind not in ("device", "task") else "")
+    data = {"id": node.id, "label": clipped_label(title), "kind": node.kind}
+    if data["label"] != title:
+        data["full"] = title
     if parent != ROOT:
         data["parent"] = parent
     if color:
@@ -463,9 +486,24 @@ def graph_elements(view: HierarchyView, graph: GraphRecord,
         _routed(element, bends[(edge.src, edge.dst)], at)
         elements.append(element)
         crossed = crossed or any(not one.control for one in cuts_under)
+    _place_labels(elements, bends)
     if crossed:
         legend.append(LegendItem(CUT_LEGEND, CUT_COLOR, kind="edge"))
     return elements, legend
+
+
+def _place_labels(elements: list[dict], bends: Mapping[tuple[str, str], list]) -> None:
+    """Moves each edge label (text-margin) off the nodes, node labels and other edge labels
+    it would cover at its edge's middle (viz.graph_labels.place_edge_labels)."""
+    labelled = [e["data"] for e in elements if "source" in e["data"] and "label" in e["data"]]
+    if not labelled:
+        return
+    found = drawn([e for e in elements if "source" not in e["data"]])
+    offsets = place_edge_labels(found, [
+        (d["id"], d["source"], d["target"], d["label"], bends[(d["source"], d["target"])])
+        for d in labelled])
+    for data in labelled:
+        data["lx"], data["ly"] = offsets[data["id"]]
 
 
 def _crosses(edge: ViewEdge, device_of: Mapping[str, str]) -> bool:
@@ -479,7 +517,8 @@ def stylesheet() -> list[dict]:
     return [
         {"selector": "node.leaf", "style": {
             "label": "data(label)", "text-valign": "center",
-            "text-halign": "center", "font-size": 11, "color": "data(text)",
+            "text-halign": "center", "font-size": LEAF_FONT, "font-family": FONT_FAMILY,
+            "color": "data(text)",
             "background-color": "data(color)", "width": "data(width)",
             "height": "data(height)", "border-width": 1, "border-color": "#ffffff",
             "shape": "ellipse"}},
@@ -493,7 +532,8 @@ def stylesheet() -> list[dict]:
                                               "border-color": "#4a5563"}},
         {"selector": "node.box", "style": {
             "label": "data(label)", "text-valign": "top", "text-halign": "center",
-            "font-size": 12, "font-weight": "bold", "color": "#333333", "shape":
+            "font-size": BOX_FONT, "font-family": FONT_FAMILY, "font-weight": "bold",
+            "color": "#333333", "shape":
             "round-rectangle", "background-color": "#f5f7fa", "background-opacity": 0.9,
             "border-width": 1, "border-color": "#9aa5b1", "padding": BOX_PAD,
             "text-margin-y": -2}},
@@ -522,9 +562,12 @@ def stylesheet() -> list[dict]:
                                            "target-arrow-color": CUT_COLOR,
                                            "line-style": "dashed"}},
         {"selector": "edge.labelled", "style": {
-            "label": "data(label)", "font-size": 10, "color": "#7a2e00",
-            "text-background-color": "#ffffff", "text-background-opacity": 0.9,
-            "text-background-padding": 2, "text-rotation": "autorotate"}},
+            # level, as viz.graph_labels measures it (a rotated one would cross the boxes
+            # beside a bend)
+            "label": "data(label)", "font-size": EDGE_FONT, "font-family": FONT_FAMILY,
+            "color": "#7a2e00", "text-background-color": "#ffffff",
+            "text-background-opacity": 0.9, "text-background-padding": 2,
+            "text-margin-x": "data(lx)", "text-margin-y": "data(ly)"}},
     ]
 
 

@@ -155,11 +155,13 @@ def _place_box(items: list[str], edges: list[tuple[str, str]], size: dict[str, S
 
 
 def nested_layout(parents: Mapping[str, str], leaf_sizes: Mapping[str, Size],
-                  edges: Iterable[tuple[str, str]], sweeps: int = 4) -> dict[str, Position]:
+                  edges: Iterable[tuple[str, str]], sweeps: int = 4,
+                  box_widths: Mapping[str, float] | None = None) -> dict[str, Position]:
     """Leaf centres (absolute) for boxes nested as `parents` says (id -> enclosing box id,
     "" at the top; boxes are the ids that are someone's parent, leaves have a size). Each box
     lays out its children alone; an edge between two leaves counts in the innermost box
-    holding both, between the children of that box that hold its ends."""
+    holding both, between the children of that box that hold its ends. `box_widths`: the
+    least width a box takes (its title's), its children centred in it."""
     children: dict[str, list[str]] = {"": []}
     for item, parent in parents.items():
         children.setdefault(parent, []).append(item)
@@ -187,6 +189,7 @@ def nested_layout(parents: Mapping[str, str], leaf_sizes: Mapping[str, Size],
             box_edges.setdefault(box, set()).add((a[depth], b[depth]))
     size: dict[str, Size] = dict(leaf_sizes)
     relative: dict[str, Position] = {}
+    inner: dict[str, float] = {}
     order = sorted(children, key=lambda item: -len(chain_of(item)))   # innermost first
     for box in order:
         kids = children[box]
@@ -194,7 +197,9 @@ def nested_layout(parents: Mapping[str, str], leaf_sizes: Mapping[str, Size],
             continue
         at, (width, height) = _place_box(kids, sorted(box_edges.get(box, ())), size, sweeps)
         relative.update(at)
-        size[box] = (width + 2 * BOX_PAD, height + 2 * BOX_PAD + BOX_LABEL)
+        inner[box] = width
+        size[box] = (max(width + 2 * BOX_PAD, (box_widths or {}).get(box, 0.0)),
+                     height + 2 * BOX_PAD + BOX_LABEL)
     absolute: dict[str, Position] = {}
     origin: dict[str, Position] = {"": (0.0, 0.0)}
     for item in sorted(parents, key=lambda item: len(chain_of(item))):    # outermost first
@@ -202,8 +207,8 @@ def nested_layout(parents: Mapping[str, str], leaf_sizes: Mapping[str, Size],
         x, y = relative[item]
         cx, cy = ox + x, oy + y
         if children[item]:
-            w, h = size[item]
-            origin[item] = (cx - w / 2 + BOX_PAD, cy - h / 2 + BOX_PAD + BOX_LABEL)
+            h = size[item][1]
+            origin[item] = (cx - inner[item] / 2, cy - h / 2 + BOX_PAD + BOX_LABEL)
         else:
             absolute[item] = (round(cx, 1), round(cy, 1))
     return absolute

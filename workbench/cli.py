@@ -84,7 +84,33 @@ def _add_quantize_parser(commands) -> None:
                                "from its training split, accuracy on its held-out split "
                                "(default: digits, the digits MLP and CNN samples; input "
                                "'images', output 'probabilities')")
+    _add_fallback_options(quantize)
     _add_record_option(quantize)
+
+
+def _add_fallback_options(quantize) -> None:
+    quantize.add_argument("--fallback-min", type=float, default=None, metavar="LO",
+                          help="eightbit, with --fallback-max: a fixed range [LO, HI] every "
+                               "Requantize without a calibrated range uses instead of a "
+                               "RequantizationRange at run time (TF's "
+                               "--quantized_fallback_min/max; coarse)")
+    quantize.add_argument("--fallback-max", type=float, default=None, metavar="HI",
+                          help="the top of the fallback range (see --fallback-min)")
+
+
+def fallback_range(args: argparse.Namespace) -> tuple[float, float] | None:
+    """(--fallback-min, --fallback-max), None without them; one alone is a mistake."""
+    lo, hi = getattr(args, "fallback_min", None), getattr(args, "fallback_max", None)
+    if lo is None and hi is None:
+        return None
+    if lo is None or hi is None:
+        raise ValueError("--fallback-min and --fallback-max go together: give both")
+    if getattr(args, "record", None) is not None:
+        # record_quantize_job quantizes again, without a fallback range: its comparison would
+        # be of another graph than the one written.
+        raise ValueError("--record does not take --fallback-min/--fallback-max: record the "
+                         "graph without them, or drop --record")
+    return lo, hi
 
 
 def _add_record_option(quantize) -> None:
@@ -124,8 +150,8 @@ def quantize(args: argparse.Namespace) -> int:
         body = run_quantize(args.graph, args.mode, args.out, calibration=args.calibration,
                             report=args.report, data=args.data,
                             say=lambda line: print(line, file=sys.stderr, flush=True),
-                            bar=_progress_bar)
-    except (OSError, OpError) as exc:
+                            bar=_progress_bar, fallback_range=fallback_range(args))
+    except (OSError, OpError, ValueError) as exc:
         print(f"workbench: error: {exc}", file=sys.stderr)
         return 2
     print(f"{body['mode']}: accuracy {body['float_accuracy']:.4f} float, "

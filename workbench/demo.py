@@ -127,8 +127,10 @@ def train_mlp(logdir: str, run_name: str, learning_rate: float, steps: int, batc
             if progress:
                 progress(step, steps, float(loss))
         accuracy = float(sess.run(model.accuracy, {model.x: x_test, model.y: y_test}))
-        for tag, w in model.weights.items():
-            writer.histogram(tag, sess.run(w), steps)
+        weights = {tag: sess.run(w) for tag, w in model.weights.items()}
+        for tag, w in weights.items():
+            writer.histogram(tag, w, steps)
+        record_weight_table(writer, weights, steps)
         writer.image("test_digits", digit_tiles(x_test[:32]), steps)
         writer.image("layer1/weights", weight_image(sess.run(model.weights["layer1/weights"])),
                      steps)
@@ -144,6 +146,16 @@ def record_config_text(writer, config: dict, step: int = 0) -> None:
     rows = "\n".join(f"| {key} | `{value}` |" for key, value in config.items())
     writer.text("config", f"**Settings of this run**\n\n| setting | value |\n|---|---|\n{rows}",
                 step)
+
+
+def record_weight_table(writer, weights: dict, step: int) -> None:
+    """Each layer's weights as one row of a 2-D text table (a string tensor, as
+    tf.summary.text records one) under the tag "weights": the Text page draws it as a table
+    of markdown cells, as TensorBoard does."""
+    rows = [["**layer**", "**shape**", "**mean abs**", "**max abs**"]]
+    rows += [[f"`{tag}`", " x ".join(str(d) for d in w.shape), f"{np.abs(w).mean():.4f}",
+              f"{np.abs(w).max():.4f}"] for tag, w in weights.items()]
+    writer.text("weights", rows, step)
 
 
 def digit_tiles(images: np.ndarray, per_row: int = 8) -> np.ndarray:

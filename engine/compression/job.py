@@ -16,7 +16,7 @@ from engine import errors
 from engine.compression.calibration import calibrate
 from engine.compression.evaluate import accuracy, constant_bytes, file_bytes
 from engine.graph_def import GraphDef
-from engine.passes.quantize_graph import MODES, quantize_graph
+from engine.passes.quantize_graph import MODES, check_fallback_range, quantize_graph
 
 SAMPLE_GRAPHS = Path(__file__).resolve().parents[2] / "sample_graphs"
 
@@ -97,9 +97,10 @@ def bytes_by_format(original: GraphDef, quantized: GraphDef) -> dict:
 
 def run_quantize(graph: Path, mode: str, out: Path, calibration: int | None = None,
                  report: Path | None = None, data: str = "digits", say=print,
-                 bar=None) -> dict:
+                 bar=None, fallback_range: tuple[float, float] | None = None) -> dict:
     """Does the whole job; returns the report (also written to `report` if given). `say`
-    prints a stage line, `bar(label)` returns a progress(done, total) callback."""
+    prints a stage line, `bar(label)` returns a progress(done, total) callback.
+    `fallback_range`: quantize_graph's fixed range for Requantize without calibration."""
     from engine.graph_io import file_format, form_description, load_graph_def, save_graph
 
     if mode not in MODES:
@@ -108,6 +109,7 @@ def run_quantize(graph: Path, mode: str, out: Path, calibration: int | None = No
     if calibration is not None and (mode != "eightbit" or calibration < 1):
         raise errors.InvalidArgumentError(None, None, "--calibration N takes N >= 1 samples "
                                                       "and applies to --mode eightbit only")
+    check_fallback_range(mode, fallback_range)
     graph = Path(graph)
     original = load_graph_def(graph)
     dataset = load_dataset(data)
@@ -121,7 +123,7 @@ def run_quantize(graph: Path, mode: str, out: Path, calibration: int | None = No
                            progress=bar("calibrate"))
     say(f"Rewriting ({mode})")
     result = quantize_graph(original, mode, calibration=ranges,
-                            output_names=[dataset.output_name])
+                            output_names=[dataset.output_name], fallback_range=fallback_range)
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     save_graph(result.graph_def, out)
@@ -153,6 +155,8 @@ def run_quantize(graph: Path, mode: str, out: Path, calibration: int | None = No
         "quantized_constant_bytes": constant_bytes(result.graph_def),
         "float_nodes": len(original.node), "quantized_nodes": len(result.graph_def.node),
         "kept_float": dict(result.kept_float),
+        "fallback_range": list(fallback_range) if fallback_range else None,
+        "folded_batch_norms": dict(result.folded),
     }
     if report is not None:
         report = Path(report)

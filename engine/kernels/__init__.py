@@ -5,6 +5,7 @@ from engine.kernels import (  # noqa: F401
     array,
     control_flow,
     debug,
+    fake_quant,
     math,
     nn,
     quantized,

@@ -11,6 +11,7 @@ from engine.ops import (  # noqa: F401  (their ops get rules below)
     control_flow_grad,
     control_flow_ops,
     debug_grad,
+    fake_quant_grad,
     math_grad,
     nn_grad,
     random_grad,
@@ -360,8 +361,8 @@ NOT_DIFFERENTIABLE = (
 
 
 # Each op family keeps its own table beside its ops; the registry sees them all as one.
-FAMILY_TABLES = (array_grad, control_flow_grad, debug_grad, math_grad, nn_grad, random_grad,
-                 training_grad)
+FAMILY_TABLES = (array_grad, control_flow_grad, debug_grad, fake_quant_grad, math_grad, nn_grad,
+                 random_grad, training_grad)
 
 
 def _merge_family_tables() -> None:

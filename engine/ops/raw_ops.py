@@ -8,6 +8,7 @@ from collections import namedtuple
 from dataclasses import dataclass, field
 
 from engine import dtypes
+from engine.ops import fake_quant_ops
 from engine.ops.core import convert_to_tensor, graph_of, op_scope
 from engine.ops.quantized_ops import float_scalar
 
@@ -104,6 +105,8 @@ SPECS.update({
         _FUSED_CONV_IN, _FUSED_CONV_OUT, dict(_FUSED_CONV_ATTRS, out_type=dtypes.quint8),
         _CONV_TYPED),
 })
+SPECS.update({op: RawOp(inputs, outputs, dict(attrs))
+              for op, (inputs, outputs, attrs) in fake_quant_ops.RAW_SPECS.items()})
 _TUPLES = {op: namedtuple(op, spec.outputs) for op, spec in SPECS.items()
            if len(spec.outputs) > 1}
 

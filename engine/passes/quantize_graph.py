@@ -1,7 +1,9 @@
 """`quantize_graph`: TF 1.x's quantize_graph tool as a pass over a GraphDef. Mode "weights"
 stores big float constants as quint8 plus their range; mode "eightbit" rewrites MatMul, Conv2D,
 BiasAdd, Relu, pooling, ConcatV2 and Reshape into 8-bit chains (QuantizeV2 -> Quantized* ->
-Requantize -> Dequantize, TF's node names), then drops redundant Dequantize -> QuantizeV2 pairs."""
+Requantize -> Dequantize, TF's node names), then drops redundant Dequantize -> QuantizeV2 pairs.
+Before it, batch norms are folded into the convolutions (engine/passes/fold_batch_norms.py);
+FakeQuant nodes give their ranges; a fallback range can stand in for RequantizationRange."""
 
 from __future__ import annotations
 
@@ -38,6 +40,8 @@ class QuantizeResult:
     node_map: dict[str, str]
     kept_float: dict[str, str] = field(default_factory=dict)
     ranges: Ranges = field(default_factory=dict)
+    folded: dict[str, str] = field(default_factory=dict)       # BN / Mul node -> conv/matmul
+    fake_quant: Ranges = field(default_factory=dict)           # FakeQuant node -> its range
 
     def __iter__(self):
         yield self.graph_def
@@ -108,9 +112,12 @@ def _float_attrs(mode: str) -> dict:
 class _Pass:
     """One rewrite: `emit` adds a node standing for an original one; the rules call it."""
 
-    def __init__(self, graph_def: GraphDef, ranges: Ranges | None):
+    def __init__(self, graph_def: GraphDef, ranges: Ranges | None,
+                 fallback: tuple[float, float] | None = None):
         self.rw = Rewriter(graph_def)
-        self.ranges = ranges or {}
+        self.ranges = dict(ranges or {})
+        self.fallback = fallback
+        self.fallback_nodes: tuple[str, str] | None = None
         self.used: Ranges = {}
         self.node_map: dict[str, str] = {n.name: n.name for n in graph_def.node}
         self.kept_float: dict[str, str] = {}
@@ -235,6 +242,8 @@ def quantize_down(p: _Pass, owner: NodeDef, q32: str) -> str:
         hi = p.emit(owner.name, _scalar(p.name(f"{prefix}_requant_range_max"), calibrated[1]),
                     owner.device)
         wanted = [lo, hi]
+    elif p.fallback is not None:
+        wanted = list(_fallback_consts(p, owner))
     else:
         rr = p.emit(owner.name, NodeDef(p.name(f"{prefix}_requant_range"),
                                         "RequantizationRange", [q32, f"{q32}:1", f"{q32}:2"],
@@ -244,6 +253,17 @@ def quantize_down(p: _Pass, owner: NodeDef, q32: str) -> str:
                                       [q32, f"{q32}:1", f"{q32}:2", *wanted],
                                       attr={"Tinput": dtypes.qint32,
                                             "out_type": dtypes.quint8}), owner.device)
+
+
+def _fallback_consts(p: _Pass, owner: NodeDef) -> tuple[str, str]:
+    """TF's fallback_quantization_min_value / _max_value: two Consts every Requantize shares."""
+    if p.fallback_nodes is None:
+        names = []
+        for tag, value in zip(("min", "max"), p.fallback):
+            node = _scalar(p.name(f"fallback_quantization_{tag}_value"), value)
+            names.append(p.emit(owner.name, node))
+        p.fallback_nodes = (names[0], names[1])
+    return p.fallback_nodes
 
 
 def dequantize_as(p: _Pass, original: NodeDef, q8: str) -> None:
@@ -413,7 +433,7 @@ def _eightbit(p: _Pass, outputs: list[str], fuse: bool) -> None:
             _quantize_weights_of(p, n)
             RULES[n.op](p, p.rw.node(n.name))
         elif any(d.is_floating for d in n.output_dtypes):
-            p.kept_float[n.name] = reason
+            reason = p.kept_float.setdefault(n.name, reason)
             logger.info("quantize_graph: keeping %s (%s) in float: %s", n.name, n.op, reason)
     removed = remove_redundant_quantization(p)
     logger.info("quantize_graph: removed %d redundant Dequantize -> QuantizeV2 pairs", removed)
@@ -425,38 +445,140 @@ def default_outputs(graph_def: GraphDef) -> list[str]:
     return [n.name for n in graph_def.node if n.name not in read]
 
 
+FAKE_QUANTS = ("FakeQuantWithMinMaxVars", "FakeQuantWithMinMaxArgs")
+
+
+def fake_quant_range(graph_def: GraphDef, n: NodeDef) -> tuple[float, float] | None:
+    """The [min, max] a FakeQuantWithMinMaxArgs (attrs) or ...Vars (two Consts, as in a frozen
+    graph, read directly or through Identity nodes) quantizes its input to; None for a Vars
+    node whose range is not constant."""
+    if n.op == "FakeQuantWithMinMaxArgs":
+        return float(n.attr.get("min", -6.0)), float(n.attr.get("max", 6.0))
+    bounds = [_through_identities(graph_def, s) for s in n.data_inputs()[1:3]]
+    if any(b.op != "Const" for b in bounds):
+        return None
+    return tuple(float(np.asarray(b.attr["value"]).reshape(-1)[0]) for b in bounds)
+
+
+def _through_identities(graph_def: GraphDef, spelling: str) -> NodeDef:
+    """The node behind a chain of Identity nodes (a frozen variable's `<v>/read`)."""
+    node = graph_def.by_name(parse_input(spelling)[0])
+    while node.op in TRAINING_ONLY and node.input:
+        node = graph_def.by_name(parse_input(node.input[0])[0])
+    return node
+
+
+def _take_fake_quant_ranges(p: _Pass, graph_def: GraphDef, protected: set[str]) -> Ranges:
+    """TF's quantize_graph merged a FakeQuantWithMinMaxVars into the op before it (Requantize
+    and the final Dequantize used the FakeQuant's min/max inputs; the Dequantize took its
+    name). Here each FakeQuant's range becomes the calibrated range of the tensor it reads and
+    of its own output, and the node becomes an Identity (bypassed like one), so the 8-bit
+    chain itself does the quantizing. Returns FakeQuant node -> range."""
+    taken: Ranges = {}
+    for n in graph_def.node:
+        if n.op not in FAKE_QUANTS:
+            continue
+        found = fake_quant_range(graph_def, n)
+        if found is None:
+            p.kept_float[n.name] = "its min/max inputs are not Consts (freeze the graph first)"
+            continue
+        source = tensor_name(n.data_inputs()[0])
+        p.ranges[source] = p.ranges[f"{n.name}:0"] = taken[n.name] = found
+        inputs = [n.input[0], *(s for s in n.input if s.startswith("^"))]
+        identity = NodeDef(n.name, "Identity", inputs, n.device, {"T": dtypes.float32})
+        p.emit(n.name, identity, n.device, replaces=n)
+    return taken
+
+
+def check_fallback_range(mode: str, fallback_range) -> tuple[float, float] | None:
+    """TF's GraphRewriter checks, in its words."""
+    if fallback_range is None:
+        return None
+    lo, hi = (float(v) for v in fallback_range)
+    if not lo < hi:
+        raise errors.InvalidArgumentError(None, None, f"quantize_graph: Invalid "
+                                                      f"fallback_quantization_range: [{lo},{hi}]"
+                                                      " (min must be below max)")
+    if mode != "eightbit":
+        raise errors.InvalidArgumentError(None, None, "quantize_graph: "
+                                                      "fallback_quantization_range can only be "
+                                                      "specified in eightbit mode")
+    return lo, hi
+
+
+def _fold_first(graph_def: GraphDef, outputs: list[str], calibration: Ranges | None):
+    """fold_batch_norms' result and the calibration without the ranges folding made stale
+    (each folded Conv2D / MatMul now outputs scaled values)."""
+    from engine.passes.fold_batch_norms import fold_batch_norms as fold
+
+    result = fold(graph_def, outputs)
+    stale = {f"{linear}:0" for linear in result.folded.values()}
+    kept = {k: v for k, v in (calibration or {}).items() if tensor_name(k) not in stale}
+    if calibration and len(kept) < len(calibration):
+        logger.info("quantize_graph: %d calibrated range(s) of folded ops found at run time "
+                    "instead", len(calibration) - len(kept))
+    return result, kept
+
+
 def quantize_graph(graph_def: GraphDef, mode: str = "eightbit", calibration: Ranges | None = None,
-                   output_names: list[str] | None = None, *, fuse: bool = True
-                   ) -> QuantizeResult:
+                   output_names: list[str] | None = None, *, fuse: bool = True,
+                   fold_batch_norms: bool = True,
+                   fallback_range: tuple[float, float] | None = None) -> QuantizeResult:
     """The quantized twin of a (frozen) float graph. `calibration`: tensor name "node:0" ->
     (min, max) of its float values (engine.compression.calibrate); with it the ranges are
     Consts and no RequantizationRange or Min/Max reduction is left. `output_names`: the
     nodes to keep (default: the ones nothing reads). `fuse`: with calibration, MatMul
     [+ BiasAdd] [+ Relu] on constant weights becomes one fused 8-bit op where the registry has
-    it (engine/passes/quantize_patterns.py). The input GraphDef is not changed."""
+    it (engine/passes/quantize_patterns.py). `fold_batch_norms` (eightbit mode): inference
+    batch norms and Muls by a constant after Conv2D / MatMul are folded into the weights
+    first (TF's graph_transforms fold_old_batch_norms / fold_batch_norms), else they stay in
+    float and split the 8-bit chain. `fallback_range` (TF's --quantized_fallback_min/max):
+    every Requantize without a calibrated range uses this fixed one instead of a
+    RequantizationRange at run time. FakeQuantWithMinMaxVars/Args nodes give their ranges to
+    the tensors they read. The input GraphDef is not changed."""
     if mode not in MODES:
         raise errors.InvalidArgumentError(None, None, f"quantize_graph: mode {mode!r} is not "
                                                       f"one of {', '.join(MODES)}")
+    fallback = check_fallback_range(mode, fallback_range)
     outputs = list(output_names) if output_names else default_outputs(graph_def)
     missing = [o for o in outputs if o not in graph_def]
     if missing:
         raise errors.NotFoundError(None, None, f"quantize_graph: output node(s) {missing} are "
                                                "not in the graph")
-    p = _Pass(graph_def, calibration if mode == "eightbit" else None)
+    folded, fold_map, source = {}, {}, graph_def
+    if mode == "eightbit" and fold_batch_norms:
+        fold_result, calibration = _fold_first(graph_def, outputs, calibration)
+        source, fold_map, folded = fold_result.graph_def, fold_result.node_map, \
+            fold_result.folded
+    p = _Pass(source, calibration if mode == "eightbit" else None, fallback)
+    taken: Ranges = {}
     if mode == "weights":
         _weights(p)
     else:
+        taken = _take_fake_quant_ranges(p, source, set(outputs))
         _eightbit(p, outputs, fuse)
     p.rw.keep_only_needed(outputs)
     result = finish(p.rw)
     node_map = {n.name: p.node_map[n.name] for n in result.node}
+    if folded:
+        node_map = {k: fold_map[v] for k, v in node_map.items() if v in fold_map}
     kept = {k: v for k, v in p.kept_float.items() if k in node_map}
-    return QuantizeResult(result, node_map, kept, dict(p.used))
+    return QuantizeResult(result, node_map, kept, dict(p.used), folded, taken)
 
 
-def calibration_tensors(graph_def: GraphDef) -> list[str]:
+def calibration_tensors(graph_def: GraphDef, fold_batch_norms: bool = True) -> list[str]:
     """The float tensors whose ranges the eightbit pass can use ("node:0", spelled as the pass
-    sees them after Identity nodes are bypassed): each rewritten op's inputs and output."""
+    sees them after Identity nodes are bypassed): each rewritten op's inputs and output.
+    With `fold_batch_norms` (quantize_graph's default) they are those of the folded graph
+    whose values folding leaves as they were (a folded batch norm's output is its BiasAdd's,
+    so it is listed; the folded convolution's own output is not)."""
+    stale: set[str] = set()
+    if fold_batch_norms:
+        from engine.passes.fold_batch_norms import fold_batch_norms as fold
+
+        folded = fold(graph_def)
+        stale = {f"{linear}:0" for linear in folded.folded.values()}
+        graph_def = folded.graph_def
     by_name = {n.name: n for n in graph_def.node}
 
     def through_identities(spelling: str) -> str:
@@ -474,4 +596,4 @@ def calibration_tensors(graph_def: GraphDef) -> list[str]:
             if not _is_float_const(by_name[parse_input(key)[0]]):
                 wanted[key] = None
         wanted[f"{n.name}:0"] = None
-    return list(wanted)
+    return [t for t in wanted if t not in stale]

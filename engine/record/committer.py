@@ -398,9 +398,9 @@ class Committer(threading.Thread):
         self._commit_due = True
 
     def _text(self, item: tuple) -> None:
-        _, wall_time, tag, step, text = item
+        _, wall_time, tag, step, cells, shape = item
         row = store.text_row(self.run_dir, self._next_seq(), wall_time,
-                             self._tag_id(store.TEXT, tag), step, text)
+                             self._tag_id(store.TEXT, tag), step, cells, shape)
         self._note_summary_step(step)
         self._add({"texts": [row]})
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from engine.record.schema import GraphRecord, HistogramRecord, NodeRecord, TensorSpec
+from engine.record.schema import GraphRecord, HistogramRecord, NodeRecord, TensorSpec, TextRecord
 
 SCALARS, HISTOGRAMS, IMAGES, TEXT = "scalars", "histograms", "images", "text"
 MAX_IMAGE_PIXELS = 64 << 20        # a larger (or bomb-sized) encoded image is refused
@@ -125,18 +125,16 @@ def tensor_images(tag: str, step: int, wall_time: float, tensor: Any) -> list[En
             for i, data in enumerate(encoded)]
 
 
-def tensor_text(tensor: Any) -> str:
-    """The text plugin's string tensor: a scalar as is, a vector one line per element, a
-    matrix one line per row with cells joined by " | " (TensorBoard draws a table)."""
+def tensor_text(tag: str, step: int, wall_time: float, tensor: Any) -> TextRecord:
+    """The text plugin's string tensor with its shape: [1] from torch's add_text and
+    tensorboardX, any shape from tf.summary.text (TensorBoard draws all but a scalar as a
+    table)."""
     array = tensor_array(tensor)
     if array.dtype != object:
-        raise DecodeError(f"a text-plugin tensor holds strings, got {array.dtype}")
-    cells = np.vectorize(_utf8, otypes=[object])(array) if array.size else array
-    if cells.ndim == 0:
-        return str(cells.item())
-    if cells.ndim == 1:
-        return "\n".join(cells.tolist())
-    return "\n".join(" | ".join(row) for row in cells.reshape(cells.shape[0], -1).tolist())
+        raise DecodeError(f"text {tag!r} at step {step}: a text-plugin tensor holds strings, "
+                          f"got {array.dtype}")
+    cells = tuple(_utf8(value) for value in array.reshape(-1).tolist())
+    return TextRecord(tag, step, wall_time, cells, tuple(int(d) for d in array.shape))
 
 
 def _utf8(value: Any) -> str:

@@ -14,7 +14,6 @@ from tensorboard.compat.proto import event_pb2, graph_pb2, meta_graph_pb2
 
 from engine.record import event_decode as decode
 from engine.record.event_files import EventFileRun, Series
-from engine.record.schema import TextRecord
 from engine.record.tfrecord import RecordFile
 
 # Summary-value plugins we read; the others (pr_curves, hparams, audio, ...) are counted.
@@ -157,7 +156,7 @@ class EventLoader:
             for image in decode.tensor_images(tag, step, wall, tensor):
                 self._add("image", image.tag, seq, image)
         elif plugin == decode.TEXT:
-            self._add("text", tag, seq, TextRecord(tag, step, wall, decode.tensor_text(tensor)))
+            self._add("text", tag, seq, decode.tensor_text(tag, step, wall, tensor))
         else:
             self._skipped[plugin or "tensor without a plugin"] += 1
 

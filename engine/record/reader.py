@@ -244,7 +244,7 @@ class RunReader(RunFolderReader):
         """The tag's points with steps in [first_step, last_step] (all when None) as the
         writer's blocks lying wholly in that range plus the raw points around them: a few
         thousand rows to read for a million points. None when the blocks cannot stand for
-        the rows: a run written before blocks (schema version < 4) or a tag without one
+        the rows: a run written before blocks (schema version < 5) or a tag without one
         (fewer than SCALAR_BLOCK_POINTS points), a tag whose steps go back (the order
         written is then not the step order), or rows that no block and no edge accounts for
         (a failed commit, rows written by another program). RunReader only."""
@@ -299,12 +299,14 @@ class RunReader(RunFolderReader):
         return [self._histogram(tag, row) for row in rows]
 
     def texts(self, tag: str) -> list[TextRecord]:
+        """Every text of the tag in step order, each a string tensor with its shape (a run
+        written before texts had shapes reads as single strings, shape ())."""
         with self._connect() as conn:
             tag_id = self._tag_id(conn, store.TEXT, tag)
-            rows = conn.execute("SELECT step, wall_time, body, blob FROM texts "
+            shape = "shape" if _has_column(conn, "texts", "shape") else "NULL"
+            rows = conn.execute(f"SELECT step, wall_time, body, blob, {shape} FROM texts "
                                 "WHERE tag_id = ? ORDER BY step, seq", (tag_id,)).fetchall()
-        return [TextRecord(tag, step, wall, self._unpack_text(body, blob))
-                for step, wall, body, blob in rows]
+        return [self._text(tag, row) for row in rows]
 
     def image_tags(self) -> list[str]:
         with self._connect() as conn:
@@ -600,6 +602,8 @@ class RunReader(RunFolderReader):
                 if kind in _ADDED_EVENT_TABLES and not _has_table(conn,
                                                                   _ADDED_EVENT_TABLES[kind]):
                     continue
+                if kind == "text" and not _has_column(conn, "texts", "shape"):
+                    query = _TEXT_EVENTS_BEFORE_SHAPES
                 for row in conn.execute(query, (after_seq, limit)):
                     found.append((row[0], row[1], kind, summary(row[2:])))
         found.sort()
@@ -677,6 +681,17 @@ class RunReader(RunFolderReader):
         except UnicodeDecodeError as exc:
             path = store.blob_path(self._dir, blob)
             raise RunStoreError(f"{path}: side file is not UTF-8 text ({exc})") from exc
+
+    def _text(self, tag: str, row: tuple) -> TextRecord:
+        step, wall, body, blob, shape = row
+        text = self._unpack_text(body, blob)
+        if shape is None:
+            return TextRecord(tag, step, wall, (text,))
+        cells = json.loads(text)
+        if not isinstance(cells, list) or not all(isinstance(cell, str) for cell in cells):
+            raise RunStoreError(f"{self._db}: text {tag!r} at step {step}: its cells are not "
+                                "a list of strings")
+        return TextRecord(tag, step, wall, tuple(cells), tuple(json.loads(shape)))
 
     def _pixels(self, height: int, width: int, channels: int, data: bytes | None,
                 blob: str | None) -> np.ndarray:
@@ -999,6 +1014,11 @@ def _has_table(conn: sqlite3.Connection, table: str) -> bool:
     return row is not None
 
 
+def _has_column(conn: sqlite3.Connection, table: str, column: str) -> bool:
+    """False for the columns a run written by an older schema version lacks."""
+    return any(row[1] == column for row in conn.execute(f"PRAGMA table_info({table})"))
+
+
 def _tensor_summary(row: tuple) -> TensorSummaryRecord:
     node, step, dtype, shape, count, low, high, mean, std, nan, neg, pos, wall = row
     return TensorSummaryRecord(node, step, dtype, tuple(json.loads(shape)), count, _nan(low),
@@ -1105,9 +1125,11 @@ _EVENT_QUERIES: dict[str, tuple[str, _Summary]] = {
         lambda r: f"{r[0]} at step {r[1]}: {r[2]} values in "
                   f"[{_number(r[3])}, {_number(r[4])}]"),
     "text": (
-        _event_query("x.seq, x.wall_time, t.tag, x.step, substr(x.body, 1, 200)",
+        _event_query("x.seq, x.wall_time, t.tag, x.step, substr(x.body, 1, 200), x.shape",
                      "texts x JOIN tags t ON t.id = x.tag_id", "x"),
-        lambda r: f"{r[0]} at step {r[1]}: {_first_line(r[2] or '')}"),
+        lambda r: f"{r[0]} at step {r[1]}: " + (
+            _first_line(r[2] or "") if r[3] is None
+            else f"string tensor {json.loads(r[3])}")),
     "device": (
         _event_query("seq, wall_time, name, device_type, virtual", "devices"),
         lambda r: f"device {r[0]} ({r[1]}{', virtual' if r[2] else ''})"),
@@ -1148,6 +1170,10 @@ _EVENT_QUERIES: dict[str, tuple[str, _Summary]] = {
                   + (f"first below {_number(r[2])} dB: {r[3]}" if r[3] else
                      f"none below {_number(r[2])} dB")),
 }
+# A run of schema version 3 or older has no texts.shape: every text is one string.
+_TEXT_EVENTS_BEFORE_SHAPES = _event_query(
+    "x.seq, x.wall_time, t.tag, x.step, substr(x.body, 1, 200), NULL",
+    "texts x JOIN tags t ON t.id = x.tag_id", "x")
 # Event kinds whose table a run of an older schema version may lack.
 _ADDED_EVENT_TABLES = {"image": "images", "tensor_summary": "tensor_summaries",
                        "alert": "alerts", "quantization": "quantization_comparisons"}

@@ -4,15 +4,17 @@ can import it without pulling in torch or the runtime."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
 # 1: the first store. 2: images, tensor_summaries and alerts (a version-1 run reads them as
 # empty). 3: pruning (sensitivity curves, prune-retrain stages with per-layer sparsity,
 # compression figures) and quantization comparisons and costs (older runs read them as empty).
-# 4: scalar_blocks, a summary of every SCALAR_BLOCK_POINTS consecutive points of a scalar tag
+# 4: a text's shape (texts.shape; an older run's texts read as single strings).
+# 5: scalar_blocks, a summary of every SCALAR_BLOCK_POINTS consecutive points of a scalar tag
 # (an older run has none: its curves are read from the rows, as before).
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 DATABASE_NAME = "run.sqlite"
 
 # A scalar block: SCALAR_BLOCK_POINTS consecutive points of one tag (in the order written),
@@ -195,10 +197,26 @@ class HistogramRecord:
 
 @dataclass(frozen=True)
 class TextRecord:
+    """One text summary: a string tensor, as TensorBoard's text plugin holds it. shape ()
+    is one string (RunWriter.text of a str); torch's add_text writes shape (1,) and
+    tf.summary.text any shape. `cells` are its strings in row-major order, as many as the
+    shape has elements."""
     tag: str
     step: int
     wall_time: float
-    text: str
+    cells: tuple[str, ...]
+    shape: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        if len(self.cells) != math.prod(self.shape):
+            raise ValueError(f"text {self.tag!r} at step {self.step}: shape "
+                             f"{list(self.shape)} holds {math.prod(self.shape)} strings, "
+                             f"got {len(self.cells)}")
+
+    @property
+    def text(self) -> str:
+        """The string of a shape-() text; a tensor's cells one a line."""
+        return "\n".join(self.cells)
 
 
 @dataclass(frozen=True, eq=False)

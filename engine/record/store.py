@@ -106,15 +106,33 @@ TABLES_BY_VERSION: dict[int, dict[str, tuple[str, ...]]] = {
                                "batch1_us", "batch256_us", "batch1_speedup",
                                "batch256_speedup"),
     },
-    4: {
+    5: {
         # Every SCALAR_BLOCK_POINTS consecutive points of a scalar tag, summarised (body:
         # SCALAR_BLOCK_FIELDS as little-endian float64) in the transaction that commits the
         # block's last point; first_seq and last_seq are the seqs of its first and last rows.
         "scalar_blocks": ("tag_id", "first_seq", "last_seq", "body"),
     },
 }
-TABLES: dict[str, tuple[str, ...]] = {
-    table: columns for tables in TABLES_BY_VERSION.values() for table, columns in tables.items()}
+# Columns a later version added to an earlier version's table (ALTER TABLE ... ADD COLUMN;
+# an older row reads the new column as NULL).
+COLUMNS_BY_VERSION: dict[int, dict[str, tuple[str, ...]]] = {
+    # shape: JSON list of a string tensor's dimensions, its body then the JSON list of its
+    # strings in row-major order; NULL for one string (body the string itself).
+    4: {"texts": ("shape",)},
+}
+
+
+def _columns_now() -> dict[str, tuple[str, ...]]:
+    """Each table's columns in the current version, the added ones last (as ALTER left them)."""
+    tables = {table: columns for added in TABLES_BY_VERSION.values()
+              for table, columns in added.items()}
+    for added in COLUMNS_BY_VERSION.values():
+        for table, columns in added.items():
+            tables[table] += columns
+    return tables
+
+
+TABLES: dict[str, tuple[str, ...]] = _columns_now()
 
 # The covering index on scalars (tag_id, step, seq, value) lets scalars(tag) read 100k points
 # in step order straight from the index without a sort.
@@ -145,7 +163,7 @@ INDEXES_BY_VERSION: dict[int, tuple[str, ...]] = {
         "(comparison_seq, position)",
         "CREATE INDEX quantization_costs_by_model ON quantization_costs (model)",
     ),
-    4: ("CREATE INDEX scalar_blocks_by_tag ON scalar_blocks (tag_id, last_seq)",),
+    5: ("CREATE INDEX scalar_blocks_by_tag ON scalar_blocks (tag_id, last_seq)",),
 }
 
 
@@ -157,10 +175,12 @@ TAG_INSERT = "INSERT OR IGNORE INTO tags (id, kind, tag) VALUES (?, ?, ?)"
 def version_statements(version: int) -> list[str]:
     """The DDL that schema `version` added."""
     statements = []
-    for table, columns in TABLES_BY_VERSION[version].items():
+    for table, columns in TABLES_BY_VERSION.get(version, {}).items():
         body = ", ".join(("seq INTEGER PRIMARY KEY", "wall_time REAL NOT NULL") + columns)
         statements.append(f"CREATE TABLE {table} ({body})")
-    return statements + list(INDEXES_BY_VERSION[version])
+    for table, columns in COLUMNS_BY_VERSION.get(version, {}).items():
+        statements += [f"ALTER TABLE {table} ADD COLUMN {column}" for column in columns]
+    return statements + list(INDEXES_BY_VERSION.get(version, ()))
 
 
 def _ddl() -> list[str]:
@@ -402,10 +422,13 @@ def bucket_row(run_dir: Path, seq: int, wall_time: float, tag_id: int, step: int
 
 
 def text_row(run_dir: Path, seq: int, wall_time: float, tag_id: int, step: int,
-             text: str) -> tuple:
+             cells: tuple[str, ...], shape: tuple[int, ...]) -> tuple:
+    """One string (shape ()) as itself; a string tensor as the JSON list of its cells with
+    its shape beside it."""
+    text, encoded_shape = (cells[0], None) if shape == () else (to_json(cells), to_json(shape))
     # The inline preview lets events() summarise a large text without its side file.
     body, blob = pack_text(run_dir, f"{seq}-text", text, preview=200)
-    return (seq, wall_time, tag_id, step, body, blob)
+    return (seq, wall_time, tag_id, step, body, blob, encoded_shape)
 
 
 def device_rows(next_seq: SeqSource, wall_time: float,

@@ -125,11 +125,14 @@ def _histogram_event(record: Any, _first: bool) -> Any:
 
 
 def _text_event(record: Any, first: bool) -> Any:
-    from tensorboard.compat.proto import summary_pb2, tensor_pb2, types_pb2
+    """The text plugin's string tensor, its shape kept (TensorBoard draws a table)."""
+    from tensorboard.compat.proto import summary_pb2, tensor_pb2, tensor_shape_pb2, types_pb2
 
     tensor = tensor_pb2.TensorProto(dtype=types_pb2.DT_STRING,
-                                    string_val=[record.text.encode("utf-8")])
+                                    string_val=[cell.encode("utf-8") for cell in record.cells])
     tensor.tensor_shape.SetInParent()
+    tensor.tensor_shape.dim.extend(tensor_shape_pb2.TensorShapeProto.Dim(size=size)
+                                   for size in record.shape)
     value = summary_pb2.Summary.Value(tag=record.tag, tensor=tensor)
     if first:
         value.metadata.CopyFrom(_plugin_metadata("text", summary_pb2.DATA_CLASS_TENSOR))

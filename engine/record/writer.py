@@ -65,6 +65,7 @@ from engine.record.schema import (
     StepRecord,
     TransferRecord,
 )
+from engine.record.text_values import string_tensor
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -209,13 +210,15 @@ class RunWriter:
             raise TypeError(f"log_event expects a non-empty str, got {detail!r}")
         self._put((OP_EVENT, time.time(), detail))
 
-    def text(self, tag: str, text: str, step: int | None = None) -> None:
+    def text(self, tag: str, text: Any, step: int | None = None) -> None:
+        """A text summary, markdown: one string, or a string tensor as tf.summary.text takes
+        (a list of str is one column, a list of rows a table, a numpy array of strings any
+        shape); the Text page draws a tensor as TensorBoard does, a table of cells."""
         self._check_usable()
         _check_tag(tag)
-        if not isinstance(text, str):
-            raise TypeError(f"text {tag!r}: text must be a str, got {type(text).__name__}")
+        cells, shape = string_tensor(tag, text)
         self._put_summary(store.TEXT, tag, step, lambda step: (
-            OP_TEXT, time.time(), tag, step, text))
+            OP_TEXT, time.time(), tag, step, cells, shape))
 
     def flush(self) -> None:
         """Blocks until everything queued so far is committed. A no-op once closed."""

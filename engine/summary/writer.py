@@ -192,24 +192,12 @@ def _write_value(run: RunWriter, value: proto.Summary.Value, step: int | None) -
     elif kind == "tensor":
         plugin = value.metadata.plugin_data.plugin_name if value.metadata else ""
         if plugin == "text" or value.tensor.dtype == object:
-            run.text(value.tag, _as_text(value.tensor), step)
+            run.text(value.tag, value.tensor, step)     # its shape kept: a table
         else:
             run.tensor_summary(value.tag, value.tensor, step)
     else:
         raise ValueError(f"Summary.Value {value.tag!r} has no value (set simple_value, histo, "
                          "image or tensor)")
-
-
-def _as_text(array: np.ndarray) -> str:
-    """A scalar string as itself; a vector one item a line; a matrix as rows of cells."""
-    def cell(item) -> str:
-        return item.decode("utf-8", errors="replace") if isinstance(item, bytes) else str(item)
-    if array.ndim == 0:
-        return cell(array[()])
-    if array.ndim == 1:
-        return "\n".join(cell(v) for v in array)
-    rows = array.reshape(array.shape[0], -1)
-    return "\n".join(" | ".join(cell(v) for v in row) for row in rows)
 
 
 def _as_bytes(summary) -> bytes:

@@ -103,4 +103,9 @@ def test_compare_draws_curves_and_both_graphs_with_linked_selection(dash_duo, tm
     outlined = WebDriverWait(dash_duo.driver, 10).until(
         lambda d: (s := d.execute_script(_DIFF, B_CY, "layer1/Relu")) and s[2] == "4px" and s)
     assert outlined[1] == "rgb(17,17,17)"
+    WebDriverWait(dash_duo.driver, 10).until(
+        lambda d: "node=layer1/Relu" in d.current_url, message="the address lost the node")
+    dash_duo.driver.refresh()                   # both runs and the selection, from the address
+    dash_duo.wait_for_contains_text("#compare-selected-text", "layer1/Relu")
+    dash_duo.wait_for_contains_text("#compare-b-inspector", "Relu6")
     assert dash_duo.get_logs() == []

@@ -1,6 +1,7 @@
 """The Graph page in Chromium at 1280x800 on the demo's runs: drawn within the window, a
 scope opened by a click, edges drawn along the server's routes, a node found by search,
-colour modes and the partition view switched, the view exported, a node selected from the
+colour modes and the partition view switched, the view exported, the view kept in the address
+(a reload shows the same selection, colour and partition view), a node selected from the
 address; no console errors."""
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ return [box.top, box.bottom, box.width, window.innerHeight, window.innerWidth];
 _DRAWN = """
 const cy = document.querySelector('#graph-cytoscape')._cyreg.cy;
 return [cy.nodes().map(n => [n.id(), n.data('parent') || '', n.isParent(), n.position(),
-                             n.data('width'), n.data('height')]),
+                             n.data('width'), n.data('height'), n.data('label')]),
         cy.edges('.routed').map(e => [e.data('source'), e.data('target'), e.segmentPoints()])];
 """
 _DEVICE_BOXES = """
@@ -83,16 +84,29 @@ def test_graph_page_expands_searches_colours_partitions_and_exports(dash_duo, de
     dash_duo.find_element("#graph-png-button").click()
     dash_duo.wait_for_contains_text("#graph-export-text", f"graph-{run}.png")
     assert wait_file(downloads / f"graph-{run}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+    # The address follows the view; a reload shows the same one.
+    found = "gradients/layer2/MatMul_grad/MatMul"
+    address = WebDriverWait(dash_duo.driver, 10).until(
+        lambda d: "partition=1" in d.current_url and "color=time" in d.current_url
+        and d.current_url, message="the address never took the colour and partition view")
+    assert f"run={run}" in address and f"node={found}" in address and "open=" in address
+    dash_duo.driver.refresh()
+    dash_duo.wait_for_contains_text(".inspector-title", found)
+    assert {"CPU:0", "GPU:0", "GPU:1"} <= set(wait_devices(dash_duo))
+    dash_duo.wait_for_contains_text("#graph-color-dropdown", "Compute time (step)")
+    assert dash_duo.driver.current_url == address
     assert dash_duo.get_logs() == []
 
 
 def check_routes(duo) -> None:
     """cytoscape bends each routed edge exactly where viz.edge_routes put its bend points."""
     nodes, routed = duo.driver.execute_script(_DRAWN)
-    parents = {ident: parent for ident, parent, _, _, _, _ in nodes}
-    leaves = [(ident, at, w, h) for ident, _, box, at, w, h in nodes if not box]
+    parents = {ident: parent for ident, parent, *_ in nodes}
+    leaves = [(ident, at, w, h) for ident, _, box, at, w, h, _ in nodes if not box]
+    titles = {ident: label for ident, _, box, *_, label in nodes if box}
     geo = geometry(parents, {i: (at["x"], at["y"]) for i, at, _, _ in leaves},
-                   {i: (w, h) for i, _, w, h in leaves})
+                   {i: (w, h) for i, _, w, h in leaves}, titles)
     assert routed
     for src, dst, points in routed:
         wanted = route(geo, src, dst)

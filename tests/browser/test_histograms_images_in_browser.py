@@ -86,5 +86,10 @@ def test_histograms_toggle_modes_and_images_follow_the_slider(dash_duo, logdir):
     dash_duo.wait_for_contains_text("#images-caption-text", "step 4")
     handle.send_keys(Keys.HOME)
     dash_duo.wait_for_contains_text("#images-caption-text", "step 0")
+    WebDriverWait(dash_duo.driver, WAIT_S).until(
+        lambda driver: driver.current_url.endswith("step=0"),
+        message="the address never took the slider's step")
+    dash_duo.driver.refresh()                   # the address alone shows the same image
+    dash_duo.wait_for_contains_text("#images-caption-text", f"{RUN} · digits · step 0")
     assert _fits(dash_duo), "the images page scrolls sideways at 1280x800"
     assert dash_duo.get_logs() == []

@@ -3,7 +3,7 @@ in the browser console. Waits with wait_for_* only."""
 
 from __future__ import annotations
 
-from browser_helpers import click_node, node_point, open_page, wait_for_graph
+from browser_helpers import WAIT_S, click_node, node_point, open_page, wait_for_graph
 from selenium.webdriver.support.wait import WebDriverWait
 
 from engine.record import RunWriter
@@ -54,6 +54,13 @@ def test_placement_page_filters_and_highlights_soft_fallbacks(workbench, recorde
     workbench.wait_for_style_to_equal(
         "#placement-nodes-table td[data-dash-column='reason']", "background-color",
         "rgba(255, 241, 204, 1)")
+    WebDriverWait(workbench.driver, WAIT_S).until(
+        lambda driver: "search=soft_placement" in driver.current_url,
+        message="the address never took the search")
+    workbench.driver.refresh()                  # the same filter from the address alone
+    workbench.wait_for_contains_text("#placement-count-text", "1 of")
+    assert workbench.find_element("#placement-search-input").get_attribute(
+        "value") == "soft_placement"
     assert workbench.get_logs() == []
 
 

@@ -36,7 +36,9 @@ def drawn(elements):
           if "position" in e}
     sizes = {e["data"]["id"]: (e["data"]["width"], e["data"]["height"]) for e in elements
              if "position" in e}
-    geo = geometry(parents, at, sizes)
+    titles = {e["data"]["id"]: e["data"]["label"] for e in elements
+              if "source" not in e["data"] and "position" not in e}
+    geo = geometry(parents, at, sizes, titles)
     edges = [(e["data"]["source"], e["data"]["target"]) for e in elements
              if "source" in e["data"]]
     return geo, edges, {edge: route(geo, *edge) for edge in edges}

@@ -144,7 +144,7 @@ def radio(tree):
 def test_the_view_is_in_the_address_and_read_back(store):
     import urllib.parse
     link = page.view_link([RUN, PLAIN], ["layer1/weights"], "overlay")
-    assert link == "/histograms?run=hist-run%2Cscalars-only&tag=layer1%2Fweights&mode=overlay"
+    assert link == "/histograms?run=hist-run,scalars-only&tag=layer1/weights&mode=overlay"
     assert page.view_link([RUN], ["bias"], "offset") == "/histograms?run=hist-run&tag=bias"
     assert page.view_link([], [], None) == "/histograms"
     # The address gives back the same view: the runs, the tag, the mode.

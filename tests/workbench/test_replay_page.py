@@ -126,7 +126,7 @@ def test_scopes_open_and_close_as_on_the_graph_page_and_go_to_the_address(runs):
     assert "while" not in default
     opened, elements, *_rest, address, _told = replay.draw(
         runs.run, replay.CYTO, _tap("while"), default)
-    assert opened == sorted({*default, "while"}) and address == ",".join(opened)
+    assert opened == sorted({*default, "while"}) and address == opened
     assert "while" not in _leaf_ids(elements) and "while/Merge" in _leaf_ids(elements)
     closed, elements, *_rest, address, _ = replay.draw(runs.run, replay.CYTO, _tap("while"),
                                                        opened)
@@ -134,7 +134,7 @@ def test_scopes_open_and_close_as_on_the_graph_page_and_go_to_the_address(runs):
     assert replay.draw(runs.run, replay.CYTO, _tap("x", "op"), default) == (
         replay.no_update,) * 7                          # an op: nothing opens
     assert replay.draw(runs.run, replay.CYTO, _tap("nope"), default)[0] is replay.no_update
-    assert replay.draw(runs.run, replay.COLLAPSE_BUTTON, None, opened)[0::5] == ([], "")
+    assert replay.draw(runs.run, replay.COLLAPSE_BUTTON, None, opened)[0::5] == ([], [])
     deeper = replay.draw(runs.run, replay.EXPAND_BUTTON, None, [])[0]
     assert deeper and deeper == graph_page.next_state(graph_page.EXPAND_BUTTON, runs.run,
                                                       None, None, [], "", {})[0]

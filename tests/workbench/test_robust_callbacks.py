@@ -288,7 +288,7 @@ def test_the_server_answers_bad_requests_without_a_5xx(server, caplog):
     statuses = {}
     path = "/_dash-update-component"
     served = {key: spec for key, spec in app.callback_map.items() if "callback" in spec}
-    assert len(served) == 90                  # the pages' 89 and Dash's page router
+    assert len(served) == 99                  # the pages' 98 and Dash's page router
     for key, spec in served.items():
         for value in HOSTILE:
             for position in range(len(spec["inputs"])):

@@ -84,7 +84,7 @@ def test_a_run_written_before_blocks_is_drawn_from_every_point(logdir, value_rea
     conn = sqlite3.connect(logdir / "long" / "run.sqlite")
     with conn:
         conn.execute("DROP TABLE scalar_blocks")
-        conn.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
+        conn.execute("UPDATE meta SET value = '4' WHERE key = 'schema_version'")
     conn.close()
     got = data.curve("long", "loss", 0.6, subplot_points(2))
     assert value_reads == ["loss"]

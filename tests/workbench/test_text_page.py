@@ -1,18 +1,23 @@
 """The Text page's callbacks as plain functions against a real run store written with
 RunWriter.text (and a TensorBoard event-file run written by torch's SummaryWriter): runs and
 tags chosen from the address (unknown ones named), entries by step newest first, the step
-slider and "show all", paging, hostile text drawn as text and a long entry clipped."""
+slider and "show all", paging, hostile text drawn as text and a long entry clipped; string
+tensors drawn as TensorBoard's text plugin draws them (tables of markdown cells, a higher
+rank's 2-D slice under its warning, caps on cells and characters with notes)."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
-from dash import dcc
+from dash import dcc, html
 
 from engine.record import RunWriter
+from viz.text import WARNING_TEMPLATE
 from workbench import data
 from workbench.pages import text as page
 
-RUN, OTHER, PLAIN = "text-run", "text-other", "no-text"
+RUN, OTHER, PLAIN, TABLES = "text-run", "text-other", "no-text", "text-tables"
+TABLE = [["**metric**", "value"], ["loss", "`0.25`"], ["hostile", "<script>x()</script>"]]
 NOTE_STEPS = [0, 4, 9]
 HOSTILE = '<script>alert("x")</script><img src=x onerror=alert(1)> **bold**'
 
@@ -20,6 +25,13 @@ HOSTILE = '<script>alert("x")</script><img src=x onerror=alert(1)> **bold**'
 @pytest.fixture(scope="module")
 def logdir(tmp_path_factory):
     root = tmp_path_factory.mktemp("text-logs")
+    with RunWriter(root, TABLES) as run:
+        run.text("table", TABLE, 1)
+        run.text("column", ["first", "second"], 1)
+        run.text("cube", np.array([[["a", "b"], ["c", "d"]], [["e", "f"], ["g", "h"]]]), 1)
+        run.text("tall", [[f"r{r}", "x"] for r in range(page.MAX_CELLS)], 1)
+        run.text("wordy", [["y" * (page.MAX_CHARS - 5)], ["z" * 10], ["w"]], 1)
+        run.text("empty", np.zeros((0, 3), dtype=str), 1)
     with RunWriter(root, PLAIN) as run:
         run.scalar("loss", 1.0, 0)
     with RunWriter(root, OTHER) as run:
@@ -44,13 +56,47 @@ def texts(logdir):
 
 
 def _markdowns(entries) -> list[dcc.Markdown]:
-    return [child for entry in entries for child in entry.children
-            if isinstance(child, dcc.Markdown)]
+    """Every Markdown drawn, tables' cells included, in page order."""
+    found = []
+
+    def walk(node):
+        if isinstance(node, dcc.Markdown):
+            found.append(node)
+            return
+        children = node if isinstance(node, list) else getattr(node, "children", None)
+        for child in children if isinstance(children, (list, tuple)) else [children]:
+            if child is not None and not isinstance(child, str):
+                walk(child)
+    walk(entries)
+    return found
+
+
+def _tables(entry) -> list[list[list[str]]]:
+    """Each table of an entry as rows of its cells' markdown."""
+    found = []
+
+    def walk(node):
+        if isinstance(node, html.Table):
+            (body,) = [node.children] if not isinstance(node.children, list) else node.children
+            found.append([[cell.children.children for cell in row.children]
+                          for row in body.children])
+            return
+        children = getattr(node, "children", None)
+        for child in children if isinstance(children, (list, tuple)) else [children]:
+            if child is not None and not isinstance(child, str):
+                walk(child)
+    walk(entry)
+    return found
+
+
+def _notes(entry) -> list[str]:
+    return [child.children for child in entry.children
+            if isinstance(child, html.P) and "text-clipped" in child.className]
 
 
 def test_the_run_with_text_and_its_first_tag_are_chosen(texts):
     options, chosen, notice = page.run_choice(None)
-    assert {option["value"] for option in options} == {RUN, OTHER, PLAIN}
+    assert {option["value"] for option in options} == {RUN, OTHER, PLAIN, TABLES}
     assert chosen == [RUN] and notice == ""          # the newest run that logged text
     tags, picked, told = page.tag_choice(chosen, None, None)
     assert tags == ["hostile", "huge", "long", "notes"] and picked == ["hostile"]
@@ -137,7 +183,7 @@ def test_hostile_text_is_drawn_as_text_and_a_huge_entry_is_clipped(texts):
 def test_the_view_link_keeps_runs_tags_and_the_step_or_all(texts):
     assert page.view_link([RUN], ["notes"], 1, []) == f"/text?run={RUN}&tag=notes&step=4"
     assert page.view_link([RUN, OTHER], ["notes"], None, [page.ALL]) == (
-        f"/text?run={RUN}%2C{OTHER}&tag=notes&all=1")
+        f"/text?run={RUN},{OTHER}&tag=notes&all=1")
     assert page.view_link(None, None, None, None) == "/text"
     assert page.view_link(["../x"], ["notes"], None, []) == "/text"
 
@@ -178,7 +224,8 @@ def test_an_event_file_run_shows_its_text(tmp_path):
         assert page.tag_choice(chosen, None, None)[1] == [tag]
         assert page.step_choice(chosen, [tag], None)[:4] == (0, 0, {0: "0"}, 0)
         entries, line, _, _ = page.text_view(chosen, [tag], 0, [])
-        assert [m.children for m in _markdowns(entries)] == ["written by torch"]
+        # torch writes a string vector of one: TensorBoard draws a one-cell table.
+        assert _tables(entries[0]) == [[["written by torch"]]]
         assert line == "Entries 1–1 of 1"
         # With no run in the address, a run that logged text is chosen: the torch one.
         assert page.run_choice(None)[1] == [logs.torch]
@@ -237,3 +284,62 @@ def test_the_layout_takes_show_all_from_the_address():
     assert checked(page.layout(run="a", all="1")) == [[page.ALL]]
     assert checked(page.layout(run="a")) == [[]]
     assert checked(page.layout(all=["odd"])) == [[]]
+
+
+def _entry(run: str, tag: str) -> html.Div:
+    entries, line, _, _ = page.text_view([run], [tag], None, [])
+    assert line == "Entries 1–1 of 1"
+    return entries[0]
+
+
+def test_a_2d_text_tensor_is_a_table_of_markdown_cells(texts):
+    entry = _entry(TABLES, "table")
+    assert _tables(entry) == [TABLE]
+    markdowns = _markdowns(entry)
+    assert [m.children for m in markdowns] == [cell for row in TABLE for cell in row]
+    assert all(m.dangerously_allow_html is False for m in markdowns)
+    assert _notes(entry) == []
+    assert _tables(_entry(TABLES, "column")) == [[["first"], ["second"]]]   # one column
+
+
+def test_a_higher_rank_shows_its_first_2d_slice_under_tensorboards_warning(texts):
+    entry = _entry(TABLES, "cube")
+    assert _tables(entry) == [[["a", "b"], ["c", "d"]]]
+    warning = _markdowns(entry)[0].children
+    assert warning == WARNING_TEMPLATE.format(rank=3)
+    assert warning == ("**Warning:** This text summary contained data of dimensionality 3, "
+                       "but only 2d tables are supported. Showing a 2d slice of the data "
+                       "instead.")
+
+
+def test_large_tables_are_capped_by_cells_and_characters_with_notes(texts):
+    tall = _entry(TABLES, "tall")
+    (rows,) = _tables(tall)
+    assert len(rows) == page.MAX_CELLS // 2 and rows[-1] == [f"r{len(rows) - 1}", "x"]
+    assert _notes(tall) == [f"Showing the first {len(rows)} of {page.MAX_CELLS} rows "
+                            f"({page.MAX_CELLS} cells at most)."]
+    wordy = _entry(TABLES, "wordy")
+    (rows,) = _tables(wordy)
+    assert rows == [["y" * (page.MAX_CHARS - 5)], ["z" * 5]]      # the cut row, none after
+    total = page.MAX_CHARS + 6
+    assert _notes(wordy) == [f"Clipped: showing the first {page.MAX_CHARS:,} of {total:,} "
+                             "characters."]
+    empty = _entry(TABLES, "empty")
+    assert _tables(empty) == [] and _notes(empty) == ["An empty text tensor (shape [0, 3])."]
+
+
+def test_the_demo_records_each_layers_weights_as_a_2d_text_table(tmp_path):
+    from workbench.demo import train_mlp
+
+    path, _ = train_mlp(str(tmp_path), "demo", 0.5, steps=2)
+    data.set_logdir(tmp_path)
+    try:
+        (record,) = data.texts("demo", "weights")
+        assert record.shape == (4, 4) and record.step == 2
+        (rows,) = _tables(_entry("demo", "weights"))
+        assert rows[0] == ["**layer**", "**shape**", "**mean abs**", "**max abs**"]
+        assert [row[:2] for row in rows[1:]] == [
+            ["`layer1/weights`", "64 x 64"], ["`layer2/weights`", "64 x 32"],
+            ["`logits/weights`", "32 x 10"]]
+    finally:
+        data.set_logdir("runs")

@@ -1,8 +1,9 @@
-"""Alerts page (`/alerts?run=NAME`): the NaN/Inf alerts of the chosen runs in a sortable,
+"""Alerts page (`/alerts?run=NAME,NAME`): the NaN/Inf alerts of the chosen runs in a sortable,
 filterable, paged table, the first occurrence of each node's alert with how often it
 recurred, each linking to the graph with that node selected at that step and to the loss
 curve marked at that step; the selected alert's tensor statistics and creation site below.
-A live refresh replaces the rows only: sort, filter, page and selection stay."""
+A live refresh replaces the rows only: sort, filter, page and selection stay. The runs chosen
+are kept in the address."""
 
 from __future__ import annotations
 
@@ -17,6 +18,9 @@ from viz.alerts import KIND_TEXT, FirstAlert, first_occurrences, in_order, tenso
 from workbench import data, inputs
 from workbench.pages.common import (
     PROBLEMS,
+    address,
+    address_stores,
+    address_values,
     answers,
     labelled,
     live_follow,
@@ -26,6 +30,7 @@ from workbench.pages.common import (
     page_header,
     polled,
     problem_text,
+    register_address,
     register_live,
     run_choices,
     run_notice,
@@ -76,7 +81,7 @@ def layout(run: str | None = None, **_query) -> html.Div:
     return html.Div([
         page_header("Alerts", "NaN and Inf found while steps ran: the first op that made "
                               "one, per node, with where to look next."),
-        dcc.Store(id=QUERY_STORE, data=run),
+        dcc.Store(id=QUERY_STORE, data=run), *address_stores("alerts"),
         html.Div(className="controls", children=[
             labelled("Runs", dcc.Dropdown(id=RUN_DROPDOWN, multi=True)),
         ]),
@@ -89,17 +94,20 @@ def layout(run: str | None = None, **_query) -> html.Div:
 
 
 @answers(lambda problem: ([], [], problem))
-def run_choice(requested: str | None) -> tuple[list[dict], list[str], str]:
-    """Every readable run as an option; the requested one chosen, else every run that has
-    alerts (every readable run when none has), with a notice naming a requested run that
-    is not there (as every page does)."""
+def run_choice(requested: Any) -> tuple[list[dict], list[str], str]:
+    """Every readable run as an option; the requested ones (comma-separated) chosen, else
+    every run that has alerts (every readable run when none has), with a notice naming a
+    requested run that is not there (as every page does)."""
     names, healthy = run_choices()
     options = run_options(names, frozenset(names) - frozenset(healthy))
-    if isinstance(requested, str) and requested in names:
-        return options, [requested], ""
+    asked = address_values(requested, names)
+    found = [name for name in asked if name in names]
+    missing = next((name for name in asked if name not in names), None)
+    if found:
+        return options, found, run_notice(missing, ", ".join(found)) if missing else ""
     chosen = [name for name in names if _alerts_or_none(name)] or names
     shown = ", ".join(chosen[:3]) + (f" and {len(chosen) - 3} more" if len(chosen) > 3 else "")
-    return options, chosen, run_notice(requested, shown or None)
+    return options, chosen, run_notice(missing or requested, shown or None)
 
 
 def _alerts_or_none(name: str) -> list:
@@ -202,6 +210,13 @@ def details(selected_ids: Any, runs: Any):
                     className="alert-details")
 
 
+@answers(lambda _problem: no_update)
+def view_address(runs: Any) -> str:
+    """The address of the runs chosen, as run_choice reads it back."""
+    return address(PATH, {"run": [data.check_name(run)
+                                  for run in inputs.text_list(runs, "the runs")]})
+
+
 def _table_input_first(runs, live_state, selected_ids, selected_rows):
     return polled(lambda *got: alerts_table(*got, selected_ids, selected_rows),
                   LIVE["store"])(runs, live_state)
@@ -217,4 +232,5 @@ def register_callbacks(app: dash.Dash) -> None:
         _table_input_first)
     app.callback(Output(DETAILS_DIV, "children"), Input(TABLE, "selected_row_ids"),
                  State(RUN_DROPDOWN, "value"))(details)
+    register_address(app, "alerts", PATH, view_address, Input(RUN_DROPDOWN, "value"))
     register_live(app, "alerts", (RUN_DROPDOWN,), LIVE_PARTS)

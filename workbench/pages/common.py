@@ -9,6 +9,7 @@ import json
 import logging
 import sqlite3
 import time
+import urllib.parse
 from collections.abc import Callable
 from typing import Any
 
@@ -49,13 +50,13 @@ def run_notice(requested: Any, chosen: str | None) -> str:
 def choose_runs(requested: Any, has_data: Callable[[str], Any]
                 ) -> tuple[list[dict], list[str], str]:
     """(every readable run as an option, the runs chosen, a notice) for a page showing several
-    runs: the runs the address names (comma-separated), else the newest healthy run for which
+    runs: the runs the address names (address_values), else the newest healthy run for which
     `has_data` is true (asked run by run, newest first, so a logdir of hundreds of runs is not
     read whole to open the page; a run it cannot read is passed over), else the newest
     healthy run; the notice names a run the address asked for that is not there."""
     names, healthy = run_choices()
     options = run_options(names, frozenset(names) - frozenset(healthy))
-    asked = [requested] if requested in names else comma_parts(requested)
+    asked = address_values(requested, names)
     found = [name for name in asked if name in names]
     missing = [name for name in asked if name not in names]
     chosen = found or _first_with(healthy, has_data) or healthy[:1] or names[:1]
@@ -86,6 +87,81 @@ def run_options(names: list[str], damaged: frozenset[str] = frozenset()) -> list
 def run_choices() -> tuple[list[str], list[str]]:
     """(every readable run, the healthy ones), newest first."""
     return data.readable_run_names(), data.healthy_run_names()
+
+
+# -- addresses: every page writes the choices it can read back into the address bar --
+
+ADDRESS_SAFE = "/,:@!$'()*;~"     # left as they are: readable, and not a query's own syntax
+
+
+def address(path: str, query: dict[str, Any]) -> str:
+    """The address of a view: `path` and its choices, in order, percent-escaped (a space is
+    %20, a + is %2B). None and empty lists are left out; "" is written empty (`open=`: a
+    choice of nothing). A list is written comma-separated (`run=A,B`) unless an item has a
+    comma: then once per item (`run=A,B&run=C`; a lone item with an empty one after it), so
+    that address_values reads back the same items."""
+    pairs: list[tuple[str, str]] = []
+    for key, value in query.items():
+        if isinstance(value, (list, tuple)):
+            items = [str(item) for item in value if item not in (None, "")]
+            if any("," in item for item in items):
+                pairs += [(key, item) for item in items] + [(key, "")] * (len(items) == 1)
+            elif items:
+                pairs.append((key, ",".join(items)))
+        elif value is not None:
+            pairs.append((key, str(value)))
+    encoded = urllib.parse.urlencode(pairs, safe=ADDRESS_SAFE, quote_via=urllib.parse.quote)
+    return f"{path}?{encoded}" if encoded else path
+
+
+def address_values(value: Any, known: Any = None) -> list[str]:
+    """The items an address value names, in order, without repeats: a repeated parameter's
+    items whole (Dash passes a list), else a comma-separated value's parts; but a value
+    that is itself one of `known` (the names it may name) while its parts are not all known
+    is one item (a name with a comma, typed by hand)."""
+    if isinstance(value, list):
+        items = [item for item in value if isinstance(item, str) and item]
+    elif isinstance(value, str):
+        items = comma_parts(value)
+        names = frozenset(known or ())
+        if value in names and not all(item in names for item in items):
+            items = [value]
+    else:
+        items = []
+    return list(dict.fromkeys(items))
+
+
+def address_value(value: Any) -> str | None:
+    """A one-choice address value: the text, or a repeated parameter's first item."""
+    if isinstance(value, list):
+        value = next((item for item in value if isinstance(item, str) and item), None)
+    return value if isinstance(value, str) and value else None
+
+
+def address_ids(page: str) -> dict[str, str]:
+    """The ids of a page's address stores: the view's address (`href`, written by the
+    server) and what the address bar was last set to (`set`, by the browser)."""
+    return {"href": f"{page}-address-href-store", "set": f"{page}-address-store"}
+
+
+def address_stores(page: str, link: bool = False) -> list[dcc.Store]:
+    """The page's address stores for its layout (`link`: the view's address is a link's
+    href instead of a store)."""
+    own = address_ids(page)
+    return [dcc.Store(id=own["set"])] + ([] if link else [dcc.Store(id=own["href"])])
+
+
+def register_address(app: dash.Dash, page: str, path: str, address_of: Callable,
+                     *inputs: Input, link: str | None = None) -> None:
+    """The address bar follows the page's choices: `address_of(*values of inputs)` (a server
+    callback, run when the page loads and on each change) says the view's address, into
+    the `link`'s href or the page's href store, and the browser sets it (address_setter:
+    replaceState, so no history entry per change and no reload)."""
+    own = address_ids(page)
+    target = (link, "href") if link else (own["href"], "data")
+    app.callback(Output(*target), *inputs)(address_of)
+    app.clientside_callback(address_setter(path), Output(own["set"], "data"), Input(*target),
+                            prevent_initial_call=True)
 
 
 def address_setter(path: str) -> str:

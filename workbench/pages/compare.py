@@ -1,7 +1,8 @@
-"""Compare page (`/compare?a=A&b=B`): two runs side by side: the scalar tags they share
+"""Compare page (`/compare?a=A&b=B&node=NODE`): two runs side by side: the scalar tags they share
 drawn overlaid, the structural diff of their graphs (nodes added, removed, changed) as a
 summary and a table, and both graphs drawn by the Graph page's builder, painted by diff
-status, with one selection: a node picked in either is revealed and inspected in both."""
+status, with one selection: a node picked in either is revealed and inspected in both. The
+two runs and the selected node are kept in the address."""
 
 from __future__ import annotations
 
@@ -29,6 +30,9 @@ from workbench import data, live
 from workbench.inputs import BadInput, clipped, scope_list, text
 from workbench.pages import graph as graph_page
 from workbench.pages.common import (
+    address,
+    address_stores,
+    address_value,
     answers,
     keep_zooms,
     labelled,
@@ -39,6 +43,7 @@ from workbench.pages.common import (
     message,
     page_header,
     polled,
+    register_address,
     register_live,
     run_choices,
     run_notice,
@@ -111,7 +116,8 @@ def _legend() -> html.Div:
         for status, label in LEGEND])
 
 
-def layout(a: str | None = None, b: str | None = None, **_query) -> html.Div:
+def layout(a: str | None = None, b: str | None = None, node: str | None = None,
+           **_query) -> html.Div:
     """The graphs come first and everything above them has a fixed height: cytoscape keeps
     where its canvas is on the page, so nothing above it may move once it is drawn (clicks
     would miss their nodes); the diff table and the curves load below them."""
@@ -119,8 +125,8 @@ def layout(a: str | None = None, b: str | None = None, **_query) -> html.Div:
         page_header("Compare", "Two runs side by side: the graphs' differences painted and "
                                "listed, shared curves overlaid; a node clicked in one graph "
                                "is selected in both."),
-        dcc.Store(id=QUERY_STORE, data={"a": a, "b": b}),
-        dcc.Store(id=SELECTED_STORE, data=""),
+        dcc.Store(id=QUERY_STORE, data={"a": a, "b": b, "node": node}),
+        dcc.Store(id=SELECTED_STORE, data=""), *address_stores("compare"),
         html.Div(className="controls", children=[
             labelled("Run A", html.Div(dcc.Dropdown(id=A_DROPDOWN, clearable=False),
                                        style=CHOOSER_STYLE)),
@@ -143,9 +149,10 @@ def layout(a: str | None = None, b: str | None = None, **_query) -> html.Div:
 
 
 def _asked(query) -> tuple:
+    """The address's runs A and B (one value each)."""
     if not isinstance(query, dict):
         raise BadInput(f"the page address must be a mapping, got {clipped(query)}")
-    return query.get("a"), query.get("b")
+    return address_value(query.get("a")), address_value(query.get("b"))
 
 
 @answers(lambda problem: ([], None, [], None, problem))
@@ -279,10 +286,14 @@ def _name_of(run: str, ident: str) -> str | None:
 
 
 @answers(lambda _problem: no_update)
-def select(trigger, tap_a, tap_b, a, b):
-    """The selected node name: a tap in either graph picks its node; a new run clears it."""
+def select(trigger, tap_a, tap_b, a, b, query=None):
+    """The selected node name: a tap in either graph picks its node; a new run clears it,
+    but the address's node is chosen while the runs are the address's."""
     if trigger not in (ids("a")["cytoscape"], ids("b")["cytoscape"]):
-        return ""
+        asked = query if isinstance(query, dict) else {}
+        node = address_value(asked.get("node"))
+        same = (a, b) == _asked(asked) and node is not None
+        return text(node, "the node in the address") if same else ""
     side_run, tap = (a, tap_a) if trigger == ids("a")["cytoscape"] else (b, tap_b)
     target = graph_page.tapped(tap)
     if not side_run or target is None:
@@ -294,8 +305,16 @@ def select(trigger, tap_a, tap_b, a, b):
     return no_update if name is None else name
 
 
-def update_selection(tap_a, tap_b, a, b):
-    return select(dash.ctx.triggered_id, tap_a, tap_b, a, b)
+def update_selection(tap_a, tap_b, a, b, query):
+    return select(dash.ctx.triggered_id, tap_a, tap_b, a, b, query)
+
+
+@answers(lambda _problem: no_update)
+def view_address(a, b, selected) -> str:
+    """The address of the two runs shown and the selected node, as the page reads it."""
+    return address(PATH, {"a": data.check_name(a) if a else None,
+                          "b": data.check_name(b) if b else None,
+                          "node": text(selected, "the selected node") or None})
 
 
 def _target(run: str, name: str) -> tuple[str, bool] | None:
@@ -427,9 +446,11 @@ def register_callbacks(app: dash.Dash) -> None:
                  Input(LIVE["store"], "data"))(polled(diff_view, LIVE["store"]))
     app.callback(Output(SELECTED_STORE, "data"), Input(ids("a")["cytoscape"], "tapNodeData"),
                  Input(ids("b")["cytoscape"], "tapNodeData"), Input(A_DROPDOWN, "value"),
-                 Input(B_DROPDOWN, "value"))(update_selection)
+                 Input(B_DROPDOWN, "value"), State(QUERY_STORE, "data"))(update_selection)
     app.callback(Output(SELECTED_TEXT, "children"), Input(SELECTED_STORE, "data"))(
         selected_text)
     for side in SIDES:
         _side_callbacks(app, side)
+    register_address(app, "compare", PATH, view_address, Input(A_DROPDOWN, "value"),
+                     Input(B_DROPDOWN, "value"), Input(SELECTED_STORE, "data"))
     register_live(app, "compare", (A_DROPDOWN, B_DROPDOWN), LIVE_PARTS)

@@ -1,9 +1,11 @@
-"""Graph page (`/graph?run=NAME&step=N&node=NODE`): the recorded graph drawn with
+"""Graph page (`/graph?run=NAME&step=N&node=NODE&color=MODE&partition=1&open=SCOPE,SCOPE`):
+the recorded graph drawn with
 dash-cytoscape as TensorBoard draws it (expanded scopes and series as boxes, collapsed ones
 as counted nodes, edges routed around boxes, all laid out on the server and sent with the
 page), coloured by device, op type or a step's time or bytes, a partition view by device
 with labelled Send/Recv cuts, regex search, an inspector for the selected node, and SVG/PNG
-export."""
+export. The run, step, selected node, colour, partition view and open scopes are kept in the
+address as they change, so a reload or a copied address shows the same view."""
 
 from __future__ import annotations
 
@@ -30,6 +32,10 @@ from viz.inspector import group_details, node_stats, op_details, step_details
 from workbench import data
 from workbench.inputs import MAX_TEXT, BadInput, clipped, scope_list, text
 from workbench.pages.common import (
+    address,
+    address_stores,
+    address_value,
+    address_values,
     answers,
     choose_run,
     labelled,
@@ -39,6 +45,7 @@ from workbench.pages.common import (
     message,
     page_header,
     polled,
+    register_address,
     register_live,
     run_choices,
     run_notice,
@@ -92,13 +99,29 @@ def initial_view(query: dict) -> dict:
     run_options_, run, notice = run_choice(query)
     step_options, step = step_choice(run, query)
     expanded, selected, told = next_state(None, run, None, None, None, "", query)
+    mode, partition, asked = view_choice(query)
     elements, legend, shown, shown_style, summary, drawn = draw(
-        run, expanded, DEFAULT_COLOR_MODE, step, [], selected)
-    return {"runs": run_options_, "run": run, "notice": notice, "steps": step_options,
-            "step": step, "expanded": expanded, "selected": selected, "search": told,
-            "elements": elements, "legend": legend, "message": shown,
-            "message_style": shown_style, "summary": summary, "layout": drawn,
-            "inspector": inspect(run, selected, step)}
+        run, expanded, mode, step, partition, selected)
+    return {"runs": run_options_, "run": run, "notice": " ".join(
+                part for part in (notice, asked) if part),
+            "steps": step_options, "step": step, "expanded": expanded, "selected": selected,
+            "search": told, "color": mode, "partition": partition, "elements": elements,
+            "legend": legend, "message": shown, "message_style": shown_style,
+            "summary": summary, "layout": drawn, "inspector": inspect(run, selected, step)}
+
+
+def view_choice(query) -> tuple[str, list[str], str]:
+    """(colour mode, partition checklist value, a notice) the address asks for: its `color`
+    when it is a mode (else the default, and the notice says so), the partition view when
+    `partition=1`."""
+    asked = address_value(query.get("color")) if isinstance(query, dict) else None
+    split = [PARTITION] if isinstance(query, dict) and address_value(
+        query.get("partition")) == "1" else []
+    if asked is None or asked in COLOR_MODES:
+        return asked or DEFAULT_COLOR_MODE, split, ""
+    return DEFAULT_COLOR_MODE, split, (
+        f"The address's colour {clipped(asked)} is not one of {', '.join(COLOR_MODES)}; "
+        f"colouring by {DEFAULT_COLOR_MODE}.")
 
 
 def warm(limit: int = 3) -> None:
@@ -111,8 +134,10 @@ def warm(limit: int = 3) -> None:
 
 
 def layout(run: str | None = None, step: str | None = None, node: str | None = None,
-           **_query) -> html.Div:
-    query = {"run": run, "step": step, "node": node}
+           color: str | None = None, partition: str | None = None,
+           open: str | None = None, **_query) -> html.Div:  # noqa: A002 -- the address's name
+    query = {"run": run, "step": step, "node": node, "color": color, "partition": partition,
+             "open": open}
     first = initial_view(query)
     return html.Div([
         page_header("Graph", "Data flows down. Boxes are open scopes and series; a node "
@@ -121,6 +146,7 @@ def layout(run: str | None = None, step: str | None = None, node: str | None = N
         dcc.Store(id=QUERY_STORE, data=query),
         dcc.Store(id=EXPANDED_STORE, data=first["expanded"]),
         dcc.Store(id=SELECTED_STORE, data=first["selected"]),
+        *address_stores("graph"),
         dcc.Download(id=SVG_DOWNLOAD),
         html.Div(className="controls graph-controls", children=[
             labelled("Run", dcc.Dropdown(id=RUN_DROPDOWN, clearable=False,
@@ -129,10 +155,10 @@ def layout(run: str | None = None, step: str | None = None, node: str | None = N
                                           options=first["steps"], value=first["step"],
                                           placeholder="latest traced")),
             labelled("Colour", dcc.Dropdown(
-                id=COLOR_DROPDOWN, clearable=False, value=DEFAULT_COLOR_MODE,
+                id=COLOR_DROPDOWN, clearable=False, value=first["color"],
                 options=[{"label": label, "value": mode}
                          for mode, label in COLOR_MODES.items()])),
-            dcc.Checklist(id=PARTITION_CHECK, className="toggle", value=[],
+            dcc.Checklist(id=PARTITION_CHECK, className="toggle", value=first["partition"],
                           options=[{"label": " Partition view", "value": PARTITION}]),
             html.Div(className="search", children=[
                 dcc.Input(id=SEARCH_INPUT, type="text", placeholder="search nodes (regex)",
@@ -172,12 +198,13 @@ def layout(run: str | None = None, step: str | None = None, node: str | None = N
 
 
 def _query(query) -> dict:
-    """The address's run, step and node (a plain run name counts as {run})."""
+    """The address's run, step, node and open scopes (a plain run name counts as {run})."""
     if isinstance(query, str) or query is None:
-        return {"run": query, "step": None, "node": None}
+        return {"run": query, "step": None, "node": None, "open": None}
     if not isinstance(query, dict):
         raise BadInput(f"the page address must be a mapping, got {clipped(query)}")
-    return {key: query.get(key) for key in ("run", "step", "node")}
+    found = {key: address_value(query.get(key)) for key in ("run", "step", "node")}
+    return {**found, "open": query.get("open")}
 
 
 @answers(lambda problem: ([], None, problem))
@@ -316,11 +343,17 @@ def next_state(trigger: str | None, run: str | None, tap, pattern, current, sele
 
 
 def _first_view(run: str, query) -> tuple[list[str], str, str]:
+    """The address's view of the run: its open scopes (`open`; absent: the default view)
+    with its node revealed and selected; another run's address opens the default view."""
     tree = data.hierarchy(run)
     expanded = data.hierarchy_default(run)
     asked = _query(query)
     node = asked["node"]
-    if asked["run"] not in (None, run) or not node:
+    if asked["run"] not in (None, run):
+        return sorted(expanded), "", ""
+    if asked["open"] is not None:
+        expanded = frozenset(address_values(asked["open"], tree.groups)) & tree.groups.keys()
+    if not node:
         return sorted(expanded), "", ""
     node = text(node, "the node in the address")
     if node in tree.op_ids:
@@ -499,6 +532,32 @@ def inspect(run: str | None, selected, step):
     return inspector_panel(details)
 
 
+@answers(lambda _problem: no_update)
+def view_address(run, step, selected, mode, partition, expanded) -> str:
+    """The address of the current view, as the layout reads it back: the run, the step when
+    one is chosen, the selected node (by name), a colour other than the default, the
+    partition view, and the open scopes when they are not the run's default view."""
+    if not run:
+        return PATH
+    run = data.check_name(run)
+    step = requested_step(step)
+    mode = text(mode, "the colour mode") or DEFAULT_COLOR_MODE
+    query = {"run": run, "step": step, "node": None,
+             "color": None if mode == DEFAULT_COLOR_MODE else mode,
+             "partition": "1" if _partition(partition) else None, "open": None}
+    if data.graph(run) is None:
+        return address(PATH, query)
+    tree = data.hierarchy(run)
+    opened = sorted(frozenset(scope_list(expanded) or ()) & tree.groups.keys())
+    if opened != sorted(data.hierarchy_default(run)):
+        query["open"] = opened if opened else ""
+    selected = text(selected, "the selected node") if isinstance(selected, str) else ""
+    if selected in tree.groups:
+        query["node"] = (_name_of(run, selected) if tree.groups[selected].kind == OP
+                         else selected)
+    return address(PATH, query)
+
+
 def export(trigger: str | None, run: str | None, expanded=None, mode=DEFAULT_COLOR_MODE,
            step=None, partition=None) -> tuple[dict, dict, str]:
     """(cytoscape's generateImage request, a download, what the page says) for the button
@@ -554,4 +613,8 @@ def register_callbacks(app: dash.Dash) -> None:
                  State(RUN_DROPDOWN, "value"), State(EXPANDED_STORE, "data"),
                  State(COLOR_DROPDOWN, "value"), State(STEP_DROPDOWN, "value"),
                  State(PARTITION_CHECK, "value"), **once)(update_export)
+    register_address(app, "graph", PATH, view_address, Input(RUN_DROPDOWN, "value"),
+                     Input(STEP_DROPDOWN, "value"), Input(SELECTED_STORE, "data"),
+                     Input(COLOR_DROPDOWN, "value"), Input(PARTITION_CHECK, "value"),
+                     Input(EXPANDED_STORE, "data"))
     register_live(app, "graph", (RUN_DROPDOWN,), LIVE_PARTS)

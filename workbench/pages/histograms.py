@@ -5,8 +5,6 @@ in the address (and in a link to this view), so a reload or a shared link shows 
 
 from __future__ import annotations
 
-import urllib.parse
-
 import dash
 from dash import ALL, Input, Output, State, dcc, html
 from dash.exceptions import PreventUpdate
@@ -15,10 +13,11 @@ from viz.histograms import MODES, OFFSET, distribution_figure, histogram_figure
 from workbench import data, inputs, live
 from workbench.pages.common import (
     PROBLEMS,
-    address_setter,
+    address,
+    address_ids,
+    address_values,
     answers,
     choose_runs,
-    comma_parts,
     keep_zooms,
     labelled,
     live_changed,
@@ -29,6 +28,7 @@ from workbench.pages.common import (
     page_header,
     polled,
     problem_text,
+    register_address,
     register_live,
     zoom_of,
 )
@@ -43,7 +43,7 @@ TAG_DROPDOWN = "histograms-tag-dropdown"
 MODE_RADIO = "histograms-mode-radio"
 NOTICE_TEXT = "histograms-notice-text"
 VIEW_LINK = "histograms-view-link"
-ADDRESS_STORE = "histograms-address-store"     # what the address bar was last set to
+ADDRESS_STORE = address_ids("histograms")["set"]     # what the address bar was last set to
 FIGURES_DIV = "histograms-figures-div"
 FIGURES_LOADING = "histograms-figures-loading"
 # One pattern for both kinds of plot, so one zoom store follows them all (keep_zooms); the
@@ -107,7 +107,6 @@ def tag_choice(runs: list[str] | None, current: list[str] | None,
     else the tags the address asked for, else the first tag. After a poll (`live`) a choice
     that stays is not sent again (the figures would be rebuilt, losing the user's zoom)."""
     before = inputs.text_list(current, "the tags")
-    current = before or comma_parts(_query(query).get("tag"))
     tags = set()
     for run in inputs.text_list(runs, "the runs"):
         try:
@@ -115,6 +114,7 @@ def tag_choice(runs: list[str] | None, current: list[str] | None,
         except PROBLEMS:
             continue
     tags = sorted(tags)
+    current = before or address_values(_query(query).get("tag"), tags)
     kept = [tag for tag in current if tag in tags]
     if live is not None and kept and kept == before:
         return tags, dash.no_update
@@ -183,12 +183,9 @@ def figures(runs: list[str] | None, tags: list[str] | None, mode: str | None) ->
 def view_link(runs, tags, mode) -> str:
     """The address of the current view (runs, tags, and the mode unless it is the default
     offset), to share or bookmark; the page also sets it in the address bar."""
-    query = {"run": ",".join(inputs.text_list(runs, "the runs")),
-             "tag": ",".join(inputs.text_list(tags, "the tags"))}
-    if _mode(mode) != OFFSET:
-        query["mode"] = mode
-    encoded = urllib.parse.urlencode({k: v for k, v in query.items() if v})
-    return f"{PATH}?{encoded}" if encoded else PATH
+    return address(PATH, {"run": inputs.text_list(runs, "the runs"),
+                          "tag": inputs.text_list(tags, "the tags"),
+                          "mode": None if _mode(mode) == OFFSET else mode})
 
 
 def _unchanged(_problem: str = ""):
@@ -246,10 +243,8 @@ def register_callbacks(app: dash.Dash) -> None:
         polled(tag_choice, LIVE["store"]))
     app.callback(Output(FIGURES_DIV, "children"), Input(RUN_DROPDOWN, "value"),
                  Input(TAG_DROPDOWN, "value"), Input(MODE_RADIO, "value"))(figures)
-    app.callback(Output(VIEW_LINK, "href"), Input(RUN_DROPDOWN, "value"),
-                 Input(TAG_DROPDOWN, "value"), Input(MODE_RADIO, "value"))(view_link)
-    app.clientside_callback(address_setter(PATH), Output(ADDRESS_STORE, "data"),
-                            Input(VIEW_LINK, "href"), prevent_initial_call=True)
+    register_address(app, "histograms", PATH, view_link, Input(RUN_DROPDOWN, "value"),
+                     Input(TAG_DROPDOWN, "value"), Input(MODE_RADIO, "value"), link=VIEW_LINK)
     every = {"type": GRAPH, "kind": ALL, "run": ALL, "tag": ALL, "mode": ALL}
     app.callback(Output(every, "figure"), State(every, "id"), State(MODE_RADIO, "value"),
                  Input(LIVE["store"], "data"), State(LIVE["zoom"], "data"))(

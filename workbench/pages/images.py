@@ -1,6 +1,7 @@
 """Images page (`/images?run=NAME&tag=TAG&step=N`): the images a summary logged under a tag,
 one step at a time on a slider whose stops are the steps with an image; drawn at pixel size,
-tiny ones (8x8 digits) scaled up by whole pixels, with run, tag, step and wall time."""
+tiny ones (8x8 digits) scaled up by whole pixels, with run, tag, step and wall time. The run,
+tag and step shown are kept in the address."""
 
 from __future__ import annotations
 
@@ -19,6 +20,9 @@ from workbench import data
 from workbench.inputs import BadInput, clipped, step_number
 from workbench.pages.common import (
     PROBLEMS,
+    address,
+    address_stores,
+    address_value,
     answers,
     choose_run,
     labelled,
@@ -28,6 +32,7 @@ from workbench.pages.common import (
     message,
     page_header,
     polled,
+    register_address,
     register_live,
     run_choices,
     run_notice,
@@ -59,6 +64,7 @@ def layout(run: str | None = None, tag: str | None = None, step: str | None = No
         page_header("Images", "Images logged by summaries; the slider (or the arrow keys) "
                               "moves through the steps that logged one."),
         dcc.Store(id=QUERY_STORE, data={"run": run, "tag": tag, "step": step}),
+        *address_stores("images"),
         html.Div(className="controls", children=[
             labelled("Run", dcc.Dropdown(id=RUN_DROPDOWN, clearable=False)),
             labelled("Tag", dcc.Dropdown(id=TAG_DROPDOWN, clearable=False)),
@@ -77,7 +83,9 @@ def layout(run: str | None = None, tag: str | None = None, step: str | None = No
 
 
 def _query(query: Any) -> dict:
-    return query if isinstance(query, dict) else {}
+    """The address's run, tag and step (one value each)."""
+    query = query if isinstance(query, dict) else {}
+    return {key: address_value(query.get(key)) for key in ("run", "tag", "step")}
 
 
 def _run(run: Any) -> str | None:
@@ -214,6 +222,20 @@ def image_view(run: str | None, tag: str | None, position: Any) -> list:
             html.P(caption(run, record, scale), id=CAPTION, className="muted")]
 
 
+@answers(lambda _problem: dash.no_update)
+def view_address(run: Any, tag: Any, position: Any) -> str:
+    """The address of the shown image, as the run, tag and step choices read it: the step
+    of the slider's position (none before the slider has one)."""
+    run = _run(run)
+    if run is None:
+        return PATH
+    tag = tag if isinstance(tag, str) and tag in data.image_tags(run) else None
+    steps = image_steps(run, tag) if tag else []
+    position = slider_position(position, len(steps)) if steps else None
+    return address(PATH, {"run": run, "tag": tag,
+                          "step": None if position is None else steps[position]})
+
+
 def register_callbacks(app: dash.Dash) -> None:
     app.callback(Output(RUN_DROPDOWN, "options"), Output(RUN_DROPDOWN, "value"),
                  Output(NOTICE_TEXT, "children"), Input(QUERY_STORE, "data"))(run_choice)
@@ -229,4 +251,6 @@ def register_callbacks(app: dash.Dash) -> None:
                  Input(LIVE["store"], "data"))(polled(step_choice, LIVE["store"]))
     app.callback(Output(IMAGE_DIV, "children"), Input(RUN_DROPDOWN, "value"),
                  Input(TAG_DROPDOWN, "value"), Input(STEP_SLIDER, "value"))(image_view)
+    register_address(app, "images", PATH, view_address, Input(RUN_DROPDOWN, "value"),
+                     Input(TAG_DROPDOWN, "value"), Input(STEP_SLIDER, "value"))
     register_live(app, "images", (RUN_DROPDOWN,), LIVE_PARTS)

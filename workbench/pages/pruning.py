@@ -1,8 +1,9 @@
-"""Pruning page (`/pruning?run=NAME`): a pruned run's per-layer sensitivity curves (a layer's
-curve hidden or shown from the checklist), each layer's sparsity at the chosen
+"""Pruning page (`/pruning?run=NAME&stage=N`): a pruned run's per-layer sensitivity curves (a
+layer's curve hidden or shown from the checklist), each layer's sparsity at the chosen
 prune-retrain stage, accuracy over the schedule with that stage marked, and the compression
 figures (stored weight values and bytes, dense versus CSR, and the accuracy change). While the
-run is being written, the page follows it (the shared live poll)."""
+run is being written, the page follows it (the shared live poll). The run and stage chosen
+are kept in the address."""
 
 from __future__ import annotations
 
@@ -14,6 +15,9 @@ from viz.pruning import compression_rows, schedule_figure, sensitivity_figure, s
 from workbench import data, inputs
 from workbench.pages.common import (
     PROBLEMS,
+    address,
+    address_stores,
+    address_value,
     answers,
     choose_run,
     labelled,
@@ -24,6 +28,7 @@ from workbench.pages.common import (
     message,
     page_header,
     polled,
+    register_address,
     register_live,
     run_choices,
     run_notice,
@@ -34,6 +39,7 @@ PATH = "/pruning"
 NAME = "Pruning"
 
 QUERY_STORE = "pruning-query-store"
+STAGE_QUERY_STORE = "pruning-stage-query-store"     # the address's run and stage
 RUN_DROPDOWN = "pruning-run-dropdown"
 NOTICE_TEXT = "pruning-notice-text"
 LAYERS_CHECKLIST = "pruning-layers-checklist"
@@ -48,12 +54,14 @@ NOTHING = ("No pruning recorded in this run. sample_graphs/prune_digits.py --log
            "records one (engine.compression.pruning.record_pruning).")
 
 
-def layout(run: str | None = None, **_query) -> html.Div:
+def layout(run: str | None = None, stage: str | None = None, **_query) -> html.Div:
     graph_config = {"displaylogo": False, "responsive": True}
     return html.Div([
         page_header("Pruning", "Magnitude pruning: how much each layer can lose, what the "
                                "prune-retrain stages did, and what the sparse model stores."),
-        dcc.Store(id=QUERY_STORE, data=run),
+        dcc.Store(id=QUERY_STORE, data=address_value(run)),
+        dcc.Store(id=STAGE_QUERY_STORE, data={"run": run, "stage": stage}),
+        *address_stores("pruning"),
         html.Div(className="controls", children=[
             labelled("Run", dcc.Dropdown(id=RUN_DROPDOWN, clearable=False)),
             labelled("Stage", dcc.Dropdown(id=STAGE_DROPDOWN, clearable=False)),
@@ -113,9 +121,10 @@ def _news(live_state) -> bool:
 
 @answers(lambda problem: ([], [], [], None, message(problem)))
 def run_view(run, shown=None, stage=None, layer_options=None, stage_options=None,
-             live_state=None):
+             live_state=None, query=None):
     """(layer options, shown layers, stage options, chosen stage, compression figures) of
-    the run: every layer shown, the last stage chosen. After a poll (`live_state`) the
+    the run: every layer shown, the address's stage (`query`: its run and stage) when it
+    names this run's, else the last stage chosen. After a poll (`live_state`) the
     user's choice stays: the layers they hid stay hidden (new layers are shown), a stage
     they chose stays chosen, the last stage follows the newest; what did not change is not
     sent again (it would redraw the figures)."""
@@ -132,9 +141,33 @@ def run_view(run, shown=None, stage=None, layer_options=None, stage_options=None
     last = stages[-1].stage if stages else None
     table = _compression_table(data.compression(name))
     if live_state is None:
-        return layer_choices, layers, stage_choices, last, table
+        asked = _asked_stage(name, stages, query)
+        return layer_choices, layers, stage_choices, last if asked is None else asked, table
     return _followed(layer_choices, layers, shown, layer_options) + _followed_stage(
         stage_choices, last, stage, stage_options) + (table,)
+
+
+def _asked_stage(run: str, stages, query) -> int | None:
+    """The stage the address asks for, when it names this run (or none) and the run has it."""
+    query = query if isinstance(query, dict) else {}
+    if address_value(query.get("run")) not in (None, run):
+        return None
+    try:
+        asked = inputs.step_number(address_value(query.get("stage")), "the stage")
+    except inputs.BadInput:
+        return None
+    return asked if asked in {s.stage for s in stages} else None
+
+
+def _run_view_input(run, shown, stage, layer_options, stage_options, query, live_state):
+    return run_view(run, shown, stage, layer_options, stage_options, live_state, query)
+
+
+@answers(lambda _problem: dash.no_update)
+def view_address(run, stage) -> str:
+    """The address of the run and stage shown, as the page reads it back."""
+    return address(PATH, {"run": data.check_name(run) if run else None,
+                          "stage": inputs.step_number(stage, "the stage")})
 
 
 def _values(options) -> list:
@@ -219,11 +252,14 @@ def register_callbacks(app: dash.Dash) -> None:
                  Output(COMPRESSION_DIV, "children"), Input(RUN_DROPDOWN, "value"),
                  State(LAYERS_CHECKLIST, "value"), State(STAGE_DROPDOWN, "value"),
                  State(LAYERS_CHECKLIST, "options"), State(STAGE_DROPDOWN, "options"),
-                 Input(LIVE["store"], "data"))(polled(run_view, LIVE["store"]))
+                 State(STAGE_QUERY_STORE, "data"), Input(LIVE["store"], "data"))(
+        polled(_run_view_input, LIVE["store"]))
     app.callback(Output(SENSITIVITY_GRAPH, "figure"), Input(RUN_DROPDOWN, "value"),
                  Input(LAYERS_CHECKLIST, "value"), Input(LIVE["store"], "data"))(
         polled(sensitivity, LIVE["store"]))
     app.callback(Output(SPARSITY_GRAPH, "figure"), Output(SCHEDULE_GRAPH, "figure"),
                  Input(RUN_DROPDOWN, "value"), Input(STAGE_DROPDOWN, "value"),
                  Input(LIVE["store"], "data"))(polled(stage_view, LIVE["store"]))
+    register_address(app, "pruning", PATH, view_address, Input(RUN_DROPDOWN, "value"),
+                     Input(STAGE_DROPDOWN, "value"))
     register_live(app, "pruning", (RUN_DROPDOWN,), LIVE_PARTS)

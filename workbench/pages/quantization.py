@@ -1,10 +1,11 @@
-"""Quantization page (`/quantization?run=NAME&node=N`): the cost table (accuracy, file size,
-speed of each quantized form against float), then the original and quantized graphs side by
-side, drawn as the Graph page draws graphs (a collapsed scope or series is one node with its
-size; a click opens or closes it in both graphs), painted by SQNR (a collapsed scope by its
-worst member's) with the flagged node (or the scope holding it) marked, one selection for
-both; the selected node's two output histograms, its error histogram and its metrics below.
-While the run is being written the page follows it (the shared live poll)."""
+"""Quantization page (`/quantization?run=NAME&comparison=C&node=N`): the cost table (accuracy,
+file size, speed of each quantized form against float), then the original and quantized graphs
+side by side, drawn as the Graph page draws graphs (a collapsed scope or series is one node
+with its size; a click opens or closes it in both graphs), painted by SQNR (a collapsed scope
+by its worst member's) with the flagged node (or the scope holding it) marked, one selection
+for both; the selected node's two output histograms, its error histogram and its metrics
+below. While the run is being written the page follows it (the shared live poll). The run,
+the comparison and the selected node are kept in the address."""
 
 from __future__ import annotations
 
@@ -36,6 +37,9 @@ from workbench.inputs import BadInput, clipped, optional_text, scope_list, text
 from workbench.pages import graph as graph_page
 from workbench.pages.common import (
     PROBLEMS,
+    address,
+    address_stores,
+    address_value,
     answers,
     labelled,
     live_changed,
@@ -44,6 +48,7 @@ from workbench.pages.common import (
     message,
     page_header,
     polled,
+    register_address,
     register_live,
     run_choices,
     run_notice,
@@ -94,15 +99,16 @@ def _panel(side: str) -> html.Div:
     ])
 
 
-def layout(run: str | None = None, node: str | None = None, **_query) -> html.Div:
+def layout(run: str | None = None, comparison: str | None = None, node: str | None = None,
+           **_query) -> html.Div:
     """The graphs keep a fixed place (cytoscape keeps where its canvas was): the cost table
     above them has a bounded height, the details load below."""
     return html.Div([
         page_header("Quantization", "What quantizing cost and gained, and node by node where "
                                     "the quantized graph departs from the original (SQNR: "
                                     "signal over noise power). Click a node in either graph."),
-        dcc.Store(id=QUERY_STORE, data={"run": run, "node": node}),
-        dcc.Store(id=SELECTED_STORE, data=""),
+        dcc.Store(id=QUERY_STORE, data={"run": run, "comparison": comparison, "node": node}),
+        dcc.Store(id=SELECTED_STORE, data=""), *address_stores("quantization"),
         dcc.Store(id=EXPANDED_STORE),
         html.Div(className="controls", children=[
             labelled("Run", html.Div(dcc.Dropdown(id=RUN_DROPDOWN, clearable=False),
@@ -125,9 +131,18 @@ def layout(run: str | None = None, node: str | None = None, **_query) -> html.Di
 
 
 def _asked(query) -> tuple:
+    """The address's run and node (one value each)."""
     if not isinstance(query, dict):
         raise BadInput(f"the page address must be a mapping, got {clipped(query)}")
-    return query.get("run"), query.get("node")
+    return address_value(query.get("run")), address_value(query.get("node"))
+
+
+def _asked_comparison(run: str, query) -> str | None:
+    """The comparison the address names when it names this run (or none)."""
+    if not isinstance(query, dict):
+        return None
+    asked, _node = _asked(query)
+    return address_value(query.get("comparison")) if asked in (None, run) else None
 
 
 def _compared_or_none(name: str) -> list:
@@ -158,9 +173,10 @@ def _polled_quietly(live_state) -> bool:
 
 
 @answers(lambda problem: ([], None))
-def comparison_choice(run, current=None, shown=None, live_state=None
+def comparison_choice(run, current=None, shown=None, live_state=None, query=None
                       ) -> tuple[list[dict], str | None]:
-    """The run's comparisons by name (each name once), the latest chosen. After a poll
+    """The run's comparisons by name (each name once), the address's (`query`) when it
+    names one of this run's, else the latest. After a poll
     (`live_state`) a newer comparison is chosen when the latest was (or none), else the
     user's stays; what did not change is not sent again (it would redraw both graphs)."""
     if not run:
@@ -172,7 +188,8 @@ def comparison_choice(run, current=None, shown=None, live_state=None
     options = [{"label": name, "value": name} for name in names]
     newest = names[-1] if names else None
     if live_state is None:
-        return options, newest
+        asked = _asked_comparison(data.check_name(run), query)
+        return options, asked if asked in names else newest
     known = [o.get("value") for o in shown if isinstance(o, dict)] if isinstance(
         shown, list) else []
     follows = current is None or not known or current == known[-1] or current not in names
@@ -394,13 +411,25 @@ def details(run, comparison, selected):
     return html.Div([html.H3(f"Selected: {node.original}"), table, graphs])
 
 
+def _comparison_input(run, current, shown, query, live_state):
+    return comparison_choice(run, current, shown, live_state, query)
+
+
+@answers(lambda _problem: no_update)
+def view_address(run, comparison, selected) -> str:
+    """The address of the run, comparison and selected node shown, as the page reads it."""
+    return address(PATH, {"run": data.check_name(run) if run else None,
+                          "comparison": optional_text(comparison, "the comparison"),
+                          "node": optional_text(selected, "the selected node")})
+
+
 def register_callbacks(app: dash.Dash) -> None:
     app.callback(Output(RUN_DROPDOWN, "options"), Output(RUN_DROPDOWN, "value"),
                  Output(NOTICE_TEXT, "children"), Input(QUERY_STORE, "data"))(run_choice)
     app.callback(Output(COMPARISON_DROPDOWN, "options"), Output(COMPARISON_DROPDOWN, "value"),
                  Input(RUN_DROPDOWN, "value"), State(COMPARISON_DROPDOWN, "value"),
-                 State(COMPARISON_DROPDOWN, "options"), Input(LIVE["store"], "data"))(
-        polled(comparison_choice, LIVE["store"]))
+                 State(COMPARISON_DROPDOWN, "options"), State(QUERY_STORE, "data"),
+                 Input(LIVE["store"], "data"))(polled(_comparison_input, LIVE["store"]))
     app.callback(Output(COSTS_DIV, "children"), Input(RUN_DROPDOWN, "value"),
                  Input(LIVE["store"], "data"))(polled(costs, LIVE["store"]))
     app.callback(Output(SUMMARY_TEXT, "children"), Output(LEGEND_DIV, "children"),
@@ -430,6 +459,8 @@ def register_callbacks(app: dash.Dash) -> None:
                      State(COMPARISON_DROPDOWN, "value"))(
             lambda selected, expanded, run, comparison, side=side: _guarded_style(
                 selected, side, run, comparison, expanded))
+    register_address(app, "quantization", PATH, view_address, Input(RUN_DROPDOWN, "value"),
+                     Input(COMPARISON_DROPDOWN, "value"), Input(SELECTED_STORE, "data"))
     register_live(app, "quantization", (RUN_DROPDOWN,), LIVE_PARTS)
 
 

@@ -26,9 +26,11 @@ from viz.graph_elements import (
 from viz.hierarchy import OP
 from viz.message import message_figure
 from workbench import data
-from workbench.inputs import MAX_TEXT, BadInput, clipped, scope_list, step_number, text
+from workbench.inputs import MAX_TEXT, BadInput, clipped, scope_list, step_number
 from workbench.pages import graph as graph_page
 from workbench.pages.common import (
+    address_value,
+    address_values,
     answers,
     choose_run,
     labelled,
@@ -160,7 +162,9 @@ def layout(run: str | None = None, step: str | None = None, t: str | None = None
 
 
 def _query(query: Any) -> dict:
-    return query if isinstance(query, dict) else {}
+    """The address's run (one value), step, time and open scopes."""
+    query = query if isinstance(query, dict) else {}
+    return {**query, "run": address_value(query.get("run"))}
 
 
 def _playhead(value: Any, what: str = "the time in the step") -> float | None:
@@ -279,11 +283,12 @@ def _address_open(run: str, query: Any) -> frozenset[str] | None:
     it says nothing."""
     query = _query(query)
     opened = query.get("open")
-    if query.get("run") not in (None, "", run) or opened is None:
+    if query.get("run") not in (None, run) or opened is None:
         return None
-    names = [name for name in text(opened, "the open scopes in the address").split(",")
-             if name]
-    return frozenset(names) & data.hierarchy(run).groups.keys()
+    if not isinstance(opened, (str, list)):
+        raise BadInput(f"the open scopes in the address must be text, got {clipped(opened)}")
+    groups = data.hierarchy(run).groups
+    return frozenset(address_values(opened, groups)) & groups.keys()
 
 
 # What the Graph page's expansion handling (graph_page.next_state) takes each control for.
@@ -294,11 +299,12 @@ _AS_GRAPH = {CYTO: graph_page.CYTO, COLLAPSE_BUTTON: graph_page.COLLAPSE_BUTTON,
 @answers(_drawn)
 def draw(run: str | None, trigger: str | None = None, tap: Any = None, current: Any = None,
          query: Any = None) -> tuple:
-    """(open groups, elements, message, message style, layout, the address's `open` (None:
-    drop it), what the expansion says): a new run opens the address's groups (else the
-    default expansion); a tap on a closed scope or series opens it and on an open one closes
-    it, and the buttons collapse all or open a level, as on the Graph page, whose handling
-    and drawing (device colours) this reuses. Ticks only restyle the drawing."""
+    """(open groups, elements, message, message style, layout, the address's `open` (the
+    open groups; None: drop it), what the expansion says): a new run opens the address's
+    groups (else the default expansion); a tap on a closed scope or series opens it and on
+    an open one closes it, and the buttons collapse all or open a level, as on the Graph
+    page, whose handling and drawing (device colours) this reuses. Ticks only restyle the
+    drawing."""
     if not run:
         return _drawn("No readable run in the log directory.")
     run = data.check_name(run)
@@ -310,12 +316,12 @@ def draw(run: str | None, trigger: str | None = None, tap: Any = None, current: 
             _AS_GRAPH[trigger], run, tap, None, sorted(expansion(run, current)), "", {})
         if opened is no_update:
             return (no_update,) * 7
-        address = ",".join(opened)
+        address = opened
     else:
         asked = _address_open(run, query)
         opened = sorted(data.hierarchy_default(run) if asked is None else asked)
         # Another run than the address's: its `open` named the other run's scopes.
-        address = no_update if _query(query).get("run") in (None, "", run) else None
+        address = no_update if _query(query).get("run") in (None, run) else None
     elements, _legend, shown, shown_style, _summary, drawn = graph_page.draw(
         run, opened, DEFAULT_COLOR_MODE, None, [], "")
     return opened, elements, shown, shown_style, drawn, address, told

@@ -1,6 +1,7 @@
-"""Runs page (`/`): every folder in the log directory with its status, steps, tags and start
-time, unreadable and damaged folders included with the reason; PAGE_ROWS to a page, with
-previous and next buttons; polls so new runs appear while they are written."""
+"""Runs page (`/?page=N`): every folder in the log directory with its status, steps, tags and
+start time, unreadable and damaged folders included with the reason; PAGE_ROWS to a page, with
+previous and next buttons (the page shown is kept in the address, counted from 1); polls so
+new runs appear while they are written."""
 
 from __future__ import annotations
 
@@ -12,7 +13,16 @@ from dash import Input, Output, State, dcc, html
 
 from engine.record.schema import UNREADABLE, RunInfo
 from workbench import data, inputs
-from workbench.pages.common import answers, loading, message, page_header
+from workbench.pages.common import (
+    address,
+    address_stores,
+    address_value,
+    answers,
+    loading,
+    message,
+    page_header,
+    register_address,
+)
 
 PATH = "/"
 NAME = "Runs"
@@ -33,11 +43,11 @@ TAG_LIMIT = 6
 PAGE_ROWS = 50
 
 
-def layout(**_query) -> html.Div:
+def layout(page: str | None = None, **_query) -> html.Div:
     return html.Div([
         page_header("Runs", "Every run in the log directory; refreshed every few seconds."),
         dcc.Interval(id=REFRESH_INTERVAL, interval=REFRESH_MS),
-        dcc.Store(id=PAGE_STORE, data=0),
+        dcc.Store(id=PAGE_STORE, data=address_page(page)), *address_stores("runs"),
         html.Div(id=PAGER_DIV, className="controls", style=HIDDEN, children=[
             html.Button("Previous", id=PREVIOUS_BUTTON, className="button"),
             html.Span(id=PAGE_TEXT, className="page-text"),
@@ -45,6 +55,24 @@ def layout(**_query) -> html.Div:
         ]),
         loading(TABLE_LOADING, html.Div(id=TABLE_DIV)),
     ])
+
+
+def address_page(value) -> int:
+    """The page (from 0) the address asks for as `page=N` (from 1); 0 for none or a bad one.
+    A page past the last shows the last (runs_table)."""
+    try:
+        number = inputs.step_number(address_value(value), "the page")
+    except inputs.BadInput:
+        return 0
+    return max(0, number - 1) if number else 0
+
+
+@answers(lambda _problem: dash.no_update)
+def view_address(page) -> str:
+    """The address of the page of runs shown (`/` for the first), as the layout reads it."""
+    count = len(data.runs())
+    page = min(_page(page), _last_page(count))
+    return address(PATH, {"page": page + 1 if page else None})
 
 
 def format_time(stamp: float | None) -> str:
@@ -145,3 +173,4 @@ def register_callbacks(app: dash.Dash) -> None:
     app.callback(Output(PAGE_STORE, "data"), Input(PREVIOUS_BUTTON, "n_clicks"),
                  Input(NEXT_BUTTON, "n_clicks"), State(PAGE_STORE, "data"),
                  prevent_initial_call=True)(_turn_page)
+    register_address(app, "runs", PATH, view_address, Input(PAGE_STORE, "data"))

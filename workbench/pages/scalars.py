@@ -1,12 +1,12 @@
-"""Scalars page (`/scalars?run=A,B&tag=loss,acc&x=step|relative|wall&log=1`): curves of the
-chosen tags for several runs together (one figure, a subplot per tag), raw faint and smoothed
-bold, with TensorBoard's smoothing slider, its three horizontal axes and a log scale;
-downloads every point of the view as CSV or JSON; polls for live runs."""
+"""Scalars page (`/scalars?run=A,B&tag=loss,acc&x=step|relative|wall&log=1&smoothing=W&step=N`):
+curves of the chosen tags for several runs together (one figure, a subplot per tag), raw faint
+and smoothed bold, with TensorBoard's smoothing slider, its three horizontal axes and a log
+scale; downloads every point of the view as CSV or JSON; polls for live runs. The view's
+choices are kept in the address bar and in a link to this view."""
 
 from __future__ import annotations
 
 import logging
-import urllib.parse
 
 import dash
 from dash import ALL, Input, Output, State, dcc, html
@@ -17,6 +17,10 @@ from viz.scalars import STEP, X_AXES, series_csv, series_json, subplot_points, t
 from workbench import data, inputs, live
 from workbench.pages.common import (
     PROBLEMS,
+    address,
+    address_stores,
+    address_value,
+    address_values,
     answers,
     keep_zooms,
     labelled,
@@ -28,6 +32,7 @@ from workbench.pages.common import (
     page_header,
     polled,
     problem_text,
+    register_address,
     register_live,
     run_choices,
     run_notice,
@@ -89,14 +94,16 @@ def warm(limit: int = 3, tags_per_run: int = WARM_TAGS) -> None:
 
 
 def layout(run: str | None = None, tag: str | None = None, x: str | None = None,
-           log: str | None = None, step: str | None = None, **_query) -> html.Div:
-    """The query picks the view: runs and tags comma-separated, the x axis, log=1, and a
-    step to mark (an alert's: the Alerts page links here with it)."""
+           log: str | None = None, step: str | None = None, smoothing: str | None = None,
+           **_query) -> html.Div:
+    """The query picks the view: runs and tags comma-separated, the x axis, log=1, the
+    smoothing weight, and a step to mark (an alert's: the Alerts page links here with it)."""
     x_axis = x if x in X_AXES else STEP
     try:
-        marked = inputs.step_number(step)
+        marked = inputs.step_number(address_value(step))
     except inputs.BadInput:     # a bad step in the address marks nothing; the page still opens
         marked = None
+    weight = address_smoothing(smoothing)
     log_scale = [LOG_ON] if log in ("1", "true", "yes") else []
     first = initial_view(run, tag)
     return html.Div([
@@ -104,14 +111,14 @@ def layout(run: str | None = None, tag: str | None = None, x: str | None = None,
         dcc.Store(id=QUERY_STORE, data=run),
         dcc.Store(id=TAG_QUERY_STORE, data=tag),
         dcc.Store(id=STEP_QUERY_STORE, data=marked),
-        dcc.Download(id=DOWNLOAD),
+        dcc.Download(id=DOWNLOAD), *address_stores("scalars", link=True),
         html.Div(className="controls", children=[
             labelled("Runs", dcc.Dropdown(id=RUN_DROPDOWN, multi=True,
                                           options=first["runs"], value=first["run"])),
             labelled("Tags", dcc.Dropdown(id=TAG_DROPDOWN, multi=True,
                                           options=first["tags"], value=first["tag"])),
             labelled("Smoothing", dcc.Slider(
-                id=SMOOTHING_SLIDER, min=0, max=0.99, step=0.01, value=DEFAULT_SMOOTHING,
+                id=SMOOTHING_SLIDER, min=0, max=0.99, step=0.01, value=weight,
                 marks={0: "0", 0.6: "0.6", 0.99: "0.99"},
                 tooltip={"placement": "bottom", "always_visible": False})),
             labelled("Horizontal axis", dcc.RadioItems(
@@ -130,8 +137,16 @@ def layout(run: str | None = None, tag: str | None = None, x: str | None = None,
         live_follow("scalars"),
         # The first curves come with the page: no callback round trip before plotly draws.
         loading(CURVES_LOADING, html.Div(id=CURVES_DIV, children=curves(
-            first["run"], first["tag"], DEFAULT_SMOOTHING, None, x_axis, log_scale, marked))),
+            first["run"], first["tag"], weight, None, x_axis, log_scale, marked))),
     ])
+
+
+def address_smoothing(value) -> float:
+    """The smoothing weight the address asks for (the default for none or a bad one)."""
+    try:
+        return inputs.smoothing(float(address_value(value) or "nan"), DEFAULT_SMOOTHING)
+    except (ValueError, inputs.BadInput):
+        return DEFAULT_SMOOTHING
 
 
 def initial_view(run, tag) -> dict:
@@ -148,11 +163,7 @@ def initial_view(run, tag) -> dict:
 def _requested_names(requested, names: list[str]) -> list[str] | None:
     """The runs a query asked for: one name, or names separated by commas (a run whose own
     name has a comma is matched whole first). None when nothing was asked."""
-    if not isinstance(requested, str) or not requested:
-        return None
-    if requested in names:
-        return [requested]
-    return [part for part in requested.split(",") if part]
+    return address_values(requested, names) or None
 
 
 @answers(lambda problem: ([], [], problem))
@@ -183,8 +194,6 @@ def tag_choice(runs: list[str] | None, current: list[str] | None,
     is not sent again (the curves would be rebuilt, losing the user's zoom)."""
     current = inputs.text_list(current, "the tags")
     before = list(current)
-    if not current and isinstance(requested, str):
-        current = [part for part in requested.split(",") if part]
     tags = set()
     for run in inputs.text_list(runs, "the runs"):
         try:
@@ -192,6 +201,7 @@ def tag_choice(runs: list[str] | None, current: list[str] | None,
         except PROBLEMS:
             continue
     tags = sorted(tags)
+    current = current or address_values(requested, tags)
     kept = [tag for tag in current if tag in tags]
     if kept and live is not None and kept == before:
         return tags, dash.no_update
@@ -354,16 +364,17 @@ def download_json(clicks, runs, tags) -> dict:
 
 
 @answers(lambda _problem: PATH)
-def view_link(runs, tags, x_axis, log_scale) -> str:
-    """The address of the current view (runs, tags, axis, scale), to share or bookmark."""
-    query = {"run": ",".join(inputs.text_list(runs, "the runs")),
-             "tag": ",".join(inputs.text_list(tags, "the tags"))}
-    if _x_axis(x_axis) != STEP:
-        query["x"] = x_axis
-    if LOG_ON in inputs.text_list(log_scale, "the value scale"):
-        query["log"] = "1"
-    encoded = urllib.parse.urlencode({k: v for k, v in query.items() if v})
-    return f"{PATH}?{encoded}" if encoded else PATH
+def view_link(runs, tags, x_axis, log_scale, smoothing=None, marked=None) -> str:
+    """The address of the current view (runs, tags, axis, scale, a smoothing other than the
+    default, the step the address marked), to share or bookmark; the page also sets it in
+    the address bar."""
+    weight = inputs.smoothing(smoothing, DEFAULT_SMOOTHING)
+    return address(PATH, {
+        "run": inputs.text_list(runs, "the runs"), "tag": inputs.text_list(tags, "the tags"),
+        "x": None if _x_axis(x_axis) == STEP else x_axis,
+        "log": "1" if LOG_ON in inputs.text_list(log_scale, "the value scale") else None,
+        "smoothing": None if weight == DEFAULT_SMOOTHING else f"{weight:g}",
+        "step": inputs.step_number(marked, "the marked step")})
 
 
 def register_callbacks(app: dash.Dash) -> None:
@@ -395,7 +406,8 @@ def register_callbacks(app: dash.Dash) -> None:
     app.callback(Output(DOWNLOAD, "data", allow_duplicate=True), Input(JSON_BUTTON, "n_clicks"),
                  State(RUN_DROPDOWN, "value"), State(TAG_DROPDOWN, "value"),
                  prevent_initial_call=True)(download_json)
-    app.callback(Output(VIEW_LINK, "href"), Input(RUN_DROPDOWN, "value"),
-                 Input(TAG_DROPDOWN, "value"), Input(X_AXIS_RADIO, "value"),
-                 Input(LOG_SCALE_CHECK, "value"))(view_link)
+    register_address(app, "scalars", PATH, view_link, Input(RUN_DROPDOWN, "value"),
+                     Input(TAG_DROPDOWN, "value"), Input(X_AXIS_RADIO, "value"),
+                     Input(LOG_SCALE_CHECK, "value"), Input(SMOOTHING_SLIDER, "value"),
+                     State(STEP_QUERY_STORE, "data"), link=VIEW_LINK)
     register_live(app, "scalars", (RUN_DROPDOWN,), LIVE_PARTS)

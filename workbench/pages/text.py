@@ -1,26 +1,28 @@
 """Text page (`/text?run=A,B&tag=T&step=N` or `&all=1`): TensorBoard's Text dashboard. For
 each chosen run and text tag, the entries logged, newest first: at the slider's step, or at
 every step ("show all"), a page of at most PAGE_ENTRIES at a time; markdown drawn with raw
-HTML shown as text, long entries clipped with a note."""
+HTML shown as text; a string tensor as a table of markdown cells (viz.text: TensorBoard's
+layout); long entries and large tables clipped with a note."""
 
 from __future__ import annotations
 
 import time
-import urllib.parse
 from typing import Any
 
 import dash
 from dash import Input, Output, State, dcc, html
 
 from engine.record.schema import TextRecord
+from viz.text import text_table
 from workbench import data, inputs
 from workbench.inputs import clipped, step_number
 from workbench.pages.common import (
     PROBLEMS,
-    address_setter,
+    address,
+    address_ids,
+    address_values,
     answers,
     choose_runs,
-    comma_parts,
     labelled,
     live_follow,
     live_ids,
@@ -28,6 +30,7 @@ from workbench.pages.common import (
     message,
     page_header,
     polled,
+    register_address,
     register_live,
 )
 from workbench.pages.step_slider import followed_steps, slider_position, step_marks
@@ -36,10 +39,11 @@ PATH = "/text"
 NAME = "Text"
 PAGE_ENTRIES = 20              # entries drawn at once; older ones on the next pages
 MAX_CHARS = 100_000            # an entry longer than this is drawn clipped, with a note
+MAX_CELLS = 500                # a table's cells drawn at most, the rest named in a note
 ALL = "all"
 
 QUERY_STORE = "text-query-store"
-ADDRESS_STORE = "text-address-store"
+ADDRESS_STORE = address_ids("text")["set"]
 RUN_DROPDOWN = "text-run-dropdown"
 TAG_DROPDOWN = "text-tag-dropdown"
 ALL_CHECK = "text-all-checklist"
@@ -66,8 +70,9 @@ def layout(run: str | None = None, tag: str | None = None, step: str | None = No
            **query) -> html.Div:
     shows_all = _shows_all(query.get(ALL))     # `all=1`: a name not to shadow as a parameter
     return html.Div([
-        page_header("Text", "Text logged by summaries (markdown; raw HTML is shown as text), "
-                            "newest first: at the slider's step, or at every step."),
+        page_header("Text", "Text logged by summaries (markdown; raw HTML is shown as text; "
+                            "a string tensor as a table), newest first: at the slider's "
+                            "step, or at every step."),
         dcc.Store(id=QUERY_STORE, data={"run": run, "tag": tag, "step": step}),
         dcc.Store(id=ADDRESS_STORE),
         dcc.Store(id=PAGE_STORE, data=0),
@@ -127,7 +132,7 @@ def tag_choice(runs: Any, current: Any, query: dict | None = None, live: Any = N
     choice that stays is not sent again."""
     before = inputs.text_list(current, "the tags")
     tags = sorted({tag for run in _chosen_runs(runs) for tag in _text_tags(run)})
-    asked = [] if before else comma_parts(_query(query).get("tag"))
+    asked = [] if before else address_values(_query(query).get("tag"), tags)
     kept = [tag for tag in (before or asked) if tag in tags]
     if live is not None and kept and kept == before:
         return tags, dash.no_update, dash.no_update
@@ -211,15 +216,39 @@ def _when(record: TextRecord) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(record.wall_time))
 
 
+def _markdown(text: str) -> dcc.Markdown:
+    # dash's Markdown is told not to draw raw HTML (as TensorBoard sanitises it), so a
+    # <script> in a summary is text.
+    return dcc.Markdown(text, dangerously_allow_html=False, className="text-markdown")
+
+
+def _notes(notes: list[str] | tuple[str, ...]) -> list[html.P]:
+    return [html.P(note, className="message notice text-clipped") for note in notes]
+
+
+def _table(record: TextRecord) -> list:
+    """A string tensor as TensorBoard draws it: a table of markdown cells, a higher rank's
+    2-D slice under its warning."""
+    table = text_table(record, MAX_CELLS, MAX_CHARS)
+    body = html.Tbody([html.Tr([html.Td(_markdown(cell)) for cell in row])
+                       for row in table.rows])
+    return [*([_markdown(table.warning)] if table.warning else []),
+            *([html.Div(html.Table(body, className="text-table"), className="text-table-wrap")]
+              if table.rows else []),
+            *_notes(table.notes)]
+
+
 def entry(run: str, record: TextRecord) -> html.Div:
-    """One entry: its step and time, then its text as markdown. dash's Markdown is told not
-    to draw raw HTML (as TensorBoard sanitises it), so a <script> in a summary is text."""
-    shown, note = clip(record.text)
+    """One entry: its step and time, then its text as markdown, or its string tensor as a
+    table of markdown cells."""
+    if record.shape:
+        shown = _table(record)
+    else:
+        text, note = clip(record.text)
+        shown = [_markdown(text), *_notes([note] if note else [])]
     return html.Div(className="text-entry", children=[
         html.Div(f"{run} · {record.tag} · step {record.step} · {_when(record)}",
-                 className="muted text-entry-head"),
-        dcc.Markdown(shown, dangerously_allow_html=False, className="text-markdown"),
-        *([html.P(note, className="message notice text-clipped")] if note else [])])
+                 className="muted text-entry-head"), *shown])
 
 
 def _newest_first(records: list[TextRecord]) -> list[TextRecord]:
@@ -266,8 +295,7 @@ def text_view(runs: Any, tags: Any, position: Any, show_all: Any, page: Any = 0)
 @answers(lambda _problem: PATH)
 def view_link(runs: Any, tags: Any, position: Any, show_all: Any) -> str:
     """The address of this view (runs, tags, and the step shown or all=1)."""
-    query = {"run": ",".join(_chosen_runs(runs)),
-             "tag": ",".join(inputs.text_list(tags, "the tags"))}
+    query = {"run": _chosen_runs(runs), "tag": inputs.text_list(tags, "the tags")}
     if slider_disabled(show_all):
         query["all"] = "1"
     else:
@@ -275,8 +303,7 @@ def view_link(runs: Any, tags: Any, position: Any, show_all: Any) -> str:
         chosen = slider_position(position, len(steps)) if steps else None
         if chosen is not None:
             query["step"] = str(steps[chosen])
-    encoded = urllib.parse.urlencode({key: value for key, value in query.items() if value})
-    return f"{PATH}?{encoded}" if encoded else PATH
+    return address(PATH, query)
 
 
 @answers(lambda _problem: True)
@@ -310,9 +337,7 @@ def register_callbacks(app: dash.Dash) -> None:
                  Input(PAGE_STORE, "data"), Input(LIVE["store"], "data"))(
         lambda runs, tags, position, show_all, page, _live: text_view(
             runs, tags, position, show_all, page))
-    app.callback(Output(VIEW_LINK, "href"), Input(RUN_DROPDOWN, "value"),
-                 Input(TAG_DROPDOWN, "value"), Input(STEP_SLIDER, "value"),
-                 Input(ALL_CHECK, "value"))(view_link)
-    app.clientside_callback(address_setter(PATH), Output(ADDRESS_STORE, "data"),
-                            Input(VIEW_LINK, "href"), prevent_initial_call=True)
+    register_address(app, "text", PATH, view_link, Input(RUN_DROPDOWN, "value"),
+                     Input(TAG_DROPDOWN, "value"), Input(STEP_SLIDER, "value"),
+                     Input(ALL_CHECK, "value"), link=VIEW_LINK)
     register_live(app, "text", (RUN_DROPDOWN,), LIVE_PARTS)

@@ -1,6 +1,7 @@
 """Timeline page (`/timeline?run=NAME&step=N`): a traced step's op executions as bars, one
 lane per device, transfers as arrows between lanes; a click on a bar opens that node on the
-Graph page, and the step downloads as Chrome trace JSON (Perfetto, chrome://tracing)."""
+Graph page, and the step downloads as Chrome trace JSON (Perfetto, chrome://tracing). The run
+and step chosen are kept in the address."""
 
 from __future__ import annotations
 
@@ -16,6 +17,9 @@ from viz.timeline import OP, chrome_trace, timeline_figure, timeline_summary
 from workbench import data, live
 from workbench.inputs import MAX_TEXT, step_number
 from workbench.pages.common import (
+    address,
+    address_stores,
+    address_value,
     answers,
     choose_run,
     keep_zooms,
@@ -25,6 +29,7 @@ from workbench.pages.common import (
     loading,
     page_header,
     polled,
+    register_address,
     register_live,
     run_choices,
     run_notice,
@@ -60,6 +65,7 @@ def layout(run: str | None = None, step: str | None = None, **_query) -> html.Di
                                 "lane, red arrows are Send/Recv transfers. Drag to zoom, "
                                 "click a bar to open its node in the graph."),
         dcc.Store(id=QUERY_STORE, data={"run": run, "step": step}), dcc.Store(id=DRAWN_STORE),
+        *address_stores("timeline"),
         dcc.Location(id=NAV_LOCATION, refresh="callback-nav"),
         dcc.Download(id=DOWNLOAD),
         html.Div(className="controls", children=[
@@ -81,7 +87,9 @@ def layout(run: str | None = None, step: str | None = None, **_query) -> html.Di
 
 
 def _query(query: Any) -> dict:
-    return query if isinstance(query, dict) else {}
+    """The address's run and step (one value each)."""
+    query = query if isinstance(query, dict) else {}
+    return {key: address_value(query.get(key)) for key in ("run", "step")}
 
 
 @answers(lambda problem: ([], None, problem))
@@ -210,6 +218,13 @@ def open_in_graph(click: Any, run: str | None, step: Any) -> tuple[Any, str]:
     return graph_href(data.check_name(run), step_number(step), node), ""
 
 
+@answers(lambda _problem: no_update)
+def view_address(run: Any, step: Any) -> str:
+    """The address of the shown run and traced step, as run_choice and step_choice read it."""
+    return address(PATH, {"run": data.check_name(run) if run else None,
+                          "step": step_number(step)})
+
+
 def register_callbacks(app: dash.Dash) -> None:
     app.callback(Output(RUN_DROPDOWN, "options"), Output(RUN_DROPDOWN, "value"),
                  Output(NOTICE_TEXT, "children"), Input(QUERY_STORE, "data"))(run_choice)
@@ -230,4 +245,6 @@ def register_callbacks(app: dash.Dash) -> None:
     app.callback(Output(NAV_LOCATION, "href"), Output(NAV_TEXT, "children"),
                  Input(BARS_GRAPH, "clickData"), State(RUN_DROPDOWN, "value"),
                  State(STEP_DROPDOWN, "value"), prevent_initial_call=True)(open_in_graph)
+    register_address(app, "timeline", PATH, view_address, Input(RUN_DROPDOWN, "value"),
+                     Input(STEP_DROPDOWN, "value"))
     register_live(app, "timeline", (RUN_DROPDOWN,), LIVE_PARTS)

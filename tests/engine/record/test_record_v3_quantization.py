@@ -112,7 +112,7 @@ def test_a_version_2_run_reads_no_quantization_and_upgrades(tmp_path):
         reader.quantization_comparison()
     assert [e[2] for e in reader.events()] == ["run", "scalar"]
     assert (run / "run.sqlite").read_bytes() == before
-    assert upgrade_run(run) == SCHEMA_VERSION >= 3
+    assert upgrade_run(run) == SCHEMA_VERSION
     conn = sqlite3.connect(run / "run.sqlite")
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     version = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0]

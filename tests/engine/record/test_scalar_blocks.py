@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from engine.record import RunReader, RunStoreError, RunWriter, store
-from engine.record.schema import BLOCK, SCALAR_BLOCK_POINTS
+from engine.record.schema import BLOCK, SCALAR_BLOCK_POINTS, SCHEMA_VERSION
 from engine.record.writer import upgrade_run
 
 T0 = 1_790_000_000.0
@@ -147,20 +147,20 @@ def test_steps_that_go_back_read_as_no_blocks(tmp_path, where):
 
 
 def test_a_store_without_blocks_reads_as_none_and_after_an_upgrade_too(tmp_path):
-    """A run written before blocks (schema 3: no scalar_blocks table) reads as None, as does
-    one upgraded to 4 (an empty table: its rows have no blocks), and a tag too short for a
+    """A run written before blocks (schema 4: no scalar_blocks table) reads as None, as does
+    one upgraded to 5 (an empty table: its rows have no blocks), and a tag too short for a
     block."""
     n = 64 * 8
     run = write(tmp_path, "r", np.arange(n), spiky(n, 6))
     conn = sqlite3.connect(run / "run.sqlite")
     with conn:
         conn.execute("DROP TABLE scalar_blocks")
-        conn.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
+        conn.execute("UPDATE meta SET value = '4' WHERE key = 'schema_version'")
     conn.close()
     reader = RunReader(run)
     assert reader.scalar_blocks("loss") is None
     assert reader.scalars("loss")[0].size == n
-    assert upgrade_run(run) == 4
+    assert upgrade_run(run) == SCHEMA_VERSION == 5
     assert RunReader(run).scalar_blocks("loss") is None
     short = write(tmp_path, "short", np.arange(63), spiky(63, 6))
     assert RunReader(short).scalar_blocks("loss") is None
