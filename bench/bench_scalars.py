@@ -14,12 +14,18 @@ the same run:
      one SELECT per run folder (the floor any listing pays).
 The 1-minute load average is printed beside each figure.
 
-With --against DIR the browser part also runs DIR's `workbench serve` (another checkout,
-say main), in turn with this one's, each on the same store at the same time: before and
-after in one machine state.
+The runs hold the scalar blocks RunWriter commits (the curves are drawn from them); with
+--without-blocks they are stores as written before blocks (schema 4: every value is read),
+the before figure on this checkout. With --against DIR the browser part also runs DIR's
+`workbench serve` (another checkout, say main), in turn with this one's, each on the same
+store at the same time (a checkout older than schema 5 needs --without-blocks).
+
+With --million, also one run with a 1,000,000-point tag: a curve with a cold cache (data.curve,
+1,200 and 544 points) drawn from its blocks, beside the same store without blocks (every value
+read: the peer).
 
 Usage: python bench/bench_scalars.py [--points N] [--runs N] [--servers N] [--no-browser]
-       [--against DIR]"""
+       [--against DIR] [--without-blocks] [--million]"""
 
 from __future__ import annotations
 
@@ -40,7 +46,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 from bench_layout import best_time  # noqa: E402
 from bench_workbench_robust import Server  # noqa: E402  (workbench serve in a subprocess)
 
-from engine.record import RunWriter, list_runs  # noqa: E402
+from engine.record import RunWriter, list_runs, store  # noqa: E402
 
 RUNS, TAGS = ("lr-0.1", "lr-0.01", "lr-0.001"), tuple(f"metric_{k}" for k in range(5))
 
@@ -50,9 +56,11 @@ def load() -> str:
     return f"load {Path('/proc/loadavg').read_text().split()[0]}"
 
 
-def write_run(logdir: Path, name: str, points: int, seed: int) -> None:
+def write_run(logdir: Path, name: str, points: int, seed: int, blocks: bool = True) -> None:
     """A run with TAGS, `points` each: one RunWriter point per tag, then the rest by one
-    executemany in the store's row format (RunWriter.scalar a million times takes minutes)."""
+    executemany in the store's row format (RunWriter.scalar a million times takes minutes),
+    and the blocks RunWriter would have committed with them (store.scalar_blocks of each
+    tag's rows); without `blocks`, a store as written before blocks (schema 4)."""
     with RunWriter(logdir, name) as run:
         for tag in TAGS:
             run.scalar(tag, 1.0, 0)
@@ -68,7 +76,29 @@ def write_run(logdir: Path, name: str, points: int, seed: int) -> None:
             conn.executemany(
                 "INSERT INTO scalars (seq, wall_time, tag_id, step, value) VALUES (?,?,?,?,?)",
                 ((base + i, 1.7e9 + i, tag_id, i, float(values[i])) for i in range(1, points)))
+        if blocks:
+            _write_blocks(conn)
+        else:
+            conn.execute("DROP TABLE scalar_blocks")
+            conn.execute("UPDATE meta SET value = '4' WHERE key = 'schema_version'")
     conn.close()
+
+
+def _write_blocks(conn: sqlite3.Connection) -> None:
+    """Each tag's blocks of its rows in the order written, as the committer makes them."""
+    (seq,) = conn.execute("SELECT MAX(seq) FROM scalars").fetchone()
+    for (tag_id,) in conn.execute("SELECT id FROM tags WHERE kind = 'scalar'").fetchall():
+        rows = np.array(conn.execute("SELECT seq, step, value, wall_time FROM scalars WHERE "
+                                     "tag_id = ? ORDER BY seq", (tag_id,)).fetchall())
+        bodies = store.scalar_blocks(rows[:, 1], rows[:, 2], rows[:, 3]).astype("<f8")
+        size = store.SCALAR_BLOCK_POINTS
+        conn.executemany(
+            "INSERT INTO scalar_blocks (seq, wall_time, tag_id, first_seq, last_seq, body) "
+            "VALUES (?,?,?,?,?,?)",
+            ((seq + 1 + k, rows[k * size + size - 1, 3], tag_id, int(rows[k * size, 0]),
+              int(rows[k * size + size - 1, 0]), bodies[k].tobytes())
+             for k in range(len(bodies))))
+        seq += len(bodies)
 
 
 def every_point_figures(logdir: Path) -> list:
@@ -261,6 +291,40 @@ def listing(logdir: Path) -> dict[str, float]:
             "floor": best_time(floor, 3)[0]}
 
 
+def million_point_tag(logdir: Path) -> dict[tuple[bool, int], float]:
+    """{(with blocks, points): best cold data.curve seconds} for a 1,000,000-point tag."""
+    import shutil
+
+    from viz.scalars import subplot_points
+    from workbench import data
+
+    with RunWriter(logdir, "blocks") as run:
+        run.scalar("loss", 1.0, 0)
+    conn = sqlite3.connect(logdir / "blocks" / "run.sqlite")
+    values = np.random.default_rng(0).normal(size=1_000_000).cumsum()
+    with conn:
+        conn.executemany(
+            "INSERT INTO scalars (seq, wall_time, tag_id, step, value) VALUES (?,?,?,?,?)",
+            ((100 + i, 1.7e9 + i, 1, i, float(values[i])) for i in range(1, values.size)))
+        _write_blocks(conn)
+    conn.close()
+    shutil.copytree(logdir / "blocks", logdir / "rows")
+    conn = sqlite3.connect(logdir / "rows" / "run.sqlite")
+    with conn:
+        conn.execute("DROP TABLE scalar_blocks")
+        conn.execute("UPDATE meta SET value = '4' WHERE key = 'schema_version'")
+    conn.close()
+    data.set_logdir(logdir)
+    figures = {}
+    for name in ("blocks", "rows"):
+        for points in (subplot_points(1), subplot_points(2)):
+            def cold(name=name, points=points):
+                data.clear_cache()
+                return data.curve(name, "loss", 0.6, points)
+            figures[name == "blocks", points] = best_time(cold, 3)[0]
+    return figures
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--points", type=int, default=100_000)
@@ -268,6 +332,10 @@ def main() -> None:
     parser.add_argument("--no-browser", action="store_true")
     parser.add_argument("--servers", type=int, default=3,
                         help="fresh servers (and browser profiles) to navigate on")
+    parser.add_argument("--without-blocks", action="store_true",
+                        help="stores as written before scalar blocks (the before figure)")
+    parser.add_argument("--million", action="store_true",
+                        help="also a 1,000,000-point tag's curve, with and without blocks")
     parser.add_argument("--against", type=Path, default=None,
                         help="another checkout (say main) whose server is navigated in turn "
                              "with this one's, so both meet the same machine state")
@@ -275,8 +343,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         curves_dir, many_dir = Path(tmp) / "curves", Path(tmp) / "many"
         for seed, name in enumerate(RUNS):
-            write_run(curves_dir, name, args.points, seed)
-        print(f"Scalars: {len(RUNS)} runs x {len(TAGS)} tags x {args.points:,} points")
+            write_run(curves_dir, name, args.points, seed, blocks=not args.without_blocks)
+        print(f"Scalars: {len(RUNS)} runs x {len(TAGS)} tags x {args.points:,} points, "
+              f"{'without' if args.without_blocks else 'with'} scalar blocks")
         ours, peer, our_bytes, peer_bytes, points = server_side(curves_dir)
         print(f"  callback, cold cache        ours {ours:6.3f} s ({our_bytes / 1e6:5.2f} MB, "
               f"{points} points a trace)   "
@@ -297,6 +366,12 @@ def main() -> None:
             ours = statistics.median(n.drawn for n in later[ROOT])
             print(f"  plotly.js with every point on a bare page {peer:6.3f} s   ratio "
                   f"{ours / peer:.2f}x   {load()}")
+        if args.million:
+            figures = million_point_tag(Path(tmp) / "million")
+            for points in sorted({p for _, p in figures}, reverse=True):
+                ours, peer = figures[True, points], figures[False, points]
+                print(f"  1,000,000-point tag, {points} points, cold: from blocks {ours:6.3f} s"
+                      f"   every value read {peer:6.3f} s   ratio {ours / peer:.2f}x   {load()}")
         for k in range(args.runs):
             with RunWriter(many_dir, f"run-{k:04d}") as run:
                 run.scalar("loss", 1.0 / (k + 1), 0)

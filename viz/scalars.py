@@ -1,5 +1,6 @@
 """Scalar curves: TensorBoard's debiased exponential smoothing, min/max-preserving
-downsampling of long series, and the figure with faint raw and bold smoothed curves."""
+downsampling of long series (from every point, or from the run store's blocks of points),
+and the figure with faint raw and bold smoothed curves."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 import plotly.graph_objects as go
 import plotly.io as pio
+
+from engine.record.schema import BLOCK, SCALAR_BLOCK_FIELDS, ScalarBlocks
 
 # Points kept per curve: first, last and the min and max of 599 buckets, about one bucket
 # per two pixels of a plot as wide as a 1280-pixel window; more would not change a pixel
@@ -142,6 +145,145 @@ def kept_curve(values: np.ndarray, keep: np.ndarray, kept_steps: np.ndarray,
     raw = np.asarray(values, dtype=np.float64)
     smoothed = smooth(raw, smoothing)[keep] if smoothing > 0 else raw[keep]
     return Curve(np.asarray(kept_steps), raw[keep], smoothed, smoothing, kept_wall_times)
+
+
+# Min/max buckets from blocks: each bucket is whole blocks (so its min and max are the raw
+# points' own), at least this many, so a bucket is at most half as wide again as another
+# (2 or 3 px where buckets are 2 px: 100,000 points draw from blocks at 1,200 points too).
+MIN_BLOCKS_PER_BUCKET = 2
+
+
+def drawable_from_blocks(found: ScalarBlocks, max_points: int = MAX_POINTS) -> bool:
+    """Whether block_sketch can draw these points in max_points: more points than that,
+    and enough blocks for whole-block buckets (otherwise the points themselves are read)."""
+    buckets = (max_points - 2) // 2
+    return found.count > max_points and len(found.blocks) >= MIN_BLOCKS_PER_BUCKET * buckets
+
+
+@dataclass(frozen=True, eq=False)
+class Sketch:
+    """A long series drawn from its blocks: the kept points (their positions in the series,
+    steps, values, wall times: the first and last points and each bucket's min and max),
+    where each bucket starts, and what smoothing needs (per unit, a block or a raw point:
+    finite count and sum; per kept point, its unit and how many points of it come up to
+    it)."""
+    positions: np.ndarray
+    steps: np.ndarray
+    values: np.ndarray
+    walls: np.ndarray
+    bucket_starts: np.ndarray
+    count: int
+    unit_finite: np.ndarray
+    unit_sum: np.ndarray
+    kept_unit: np.ndarray
+    kept_prefix: np.ndarray
+
+
+def _point_units(points: tuple[np.ndarray, np.ndarray, np.ndarray]) -> np.ndarray:
+    """Raw points as one-point blocks (SCALAR_BLOCK_FIELDS)."""
+    steps, values, walls = (np.asarray(p, dtype=np.float64) for p in points)
+    units = np.zeros((values.size, len(SCALAR_BLOCK_FIELDS)))
+    finite = np.isfinite(values)
+    for name, column in (("first_step", steps), ("last_step", steps), ("count", 1.0),
+                         ("finite", finite), ("sum", np.where(finite, values, 0.0)),
+                         ("min", values), ("min_step", steps), ("min_wall", walls),
+                         ("max", values), ("max_step", steps), ("max_wall", walls),
+                         ("first_value", values), ("first_wall", walls),
+                         ("last_value", values), ("last_wall", walls), ("ordered", 1.0)):
+        units[:, BLOCK[name]] = column
+    return units
+
+
+def block_sketch(found: ScalarBlocks, max_points: int = MAX_POINTS) -> Sketch:
+    """The points downsample_indices would keep, with buckets of whole blocks: first, last,
+    and the min and max of each of (max_points-2)/2 buckets (the first of equal ones; a
+    bucket with no finite value keeps its first point), each bucket's min and max the raw
+    points' own."""
+    units = np.concatenate([_point_units(found.head), np.asarray(found.blocks, np.float64),
+                            _point_units(found.tail)])
+    counts = units[:, BLOCK["count"]].astype(np.int64)
+    starts = np.cumsum(counts) - counts
+    total = int(counts.sum())
+    buckets = (max_points - 2) // 2
+    bucket = starts * buckets // total
+    first_units = np.flatnonzero(np.diff(bucket, prepend=-1))     # each bucket's first unit
+    lengths = np.diff(np.append(first_units, units.shape[0]))
+    has_finite = np.add.reduceat(units[:, BLOCK["finite"]], first_units) > 0
+    finite = units[:, BLOCK["finite"]] > 0
+    low = _first_extreme(np.where(finite, units[:, BLOCK["min"]], np.inf), first_units,
+                         lengths, np.minimum)
+    high = _first_extreme(np.where(finite, units[:, BLOCK["max"]], -np.inf), first_units,
+                          lengths, np.maximum)
+    kept = [_kept(units, starts, low[has_finite], "min"),
+            _kept(units, starts, high[has_finite], "max"),
+            _kept(units, starts, first_units[~has_finite], "first"),
+            _kept(units, starts, np.array([0]), "first"),
+            _kept(units, starts, np.array([units.shape[0] - 1]), "last")]
+    position, unit, step, value, wall = (np.concatenate(part) for part in zip(*kept))
+    order = np.unique(position, return_index=True)[1]
+    return Sketch(position[order], step[order].astype(np.int64), value[order], wall[order],
+                  starts[first_units], total, units[:, BLOCK["finite"]],
+                  units[:, BLOCK["sum"]], unit[order],
+                  np.minimum(position[order] - starts[unit[order]] + 1,
+                             units[unit[order], BLOCK["finite"]]))
+
+
+def _kept(units: np.ndarray, starts: np.ndarray, picked: np.ndarray, which: str) -> tuple:
+    """(positions, units, steps, values, walls) of the `which` point of the picked units."""
+    if which in ("min", "max"):
+        offset = units[picked, BLOCK[f"{which}_offset"]].astype(np.int64)
+        fields = (f"{which}_step", which, f"{which}_wall")
+    elif which == "first":
+        offset = np.zeros(picked.size, dtype=np.int64)
+        fields = ("first_step", "first_value", "first_wall")
+    else:
+        offset = units[picked, BLOCK["count"]].astype(np.int64) - 1
+        fields = ("last_step", "last_value", "last_wall")
+    return (starts[picked] + offset, picked, *(units[picked, BLOCK[f]] for f in fields))
+
+
+def sketch_curve(sketch: Sketch, smoothing: float) -> Curve:
+    """The sketch's kept points, raw and smoothed. Smoothing is TensorBoard's over every
+    point, except that the points of a block before a kept point (and the blocks before its
+    own) count at their block's mean: off from smoothing every point by at most weight
+    times a block's spread, and exact over raw points."""
+    raw = sketch.values
+    smoothed = raw if smoothing <= 0 else _sketch_smoothed(sketch, smoothing)
+    return Curve(sketch.steps, raw, smoothed, smoothing, sketch.walls)
+
+
+def _sketch_smoothed(sketch: Sketch, weight: float) -> np.ndarray:
+    if not 0.0 <= weight < 1.0:
+        raise ValueError(f"smoothing weight must be in [0, 1), got {weight}")
+    raw = sketch.values
+    finite_units = sketch.unit_finite
+    means = np.divide(sketch.unit_sum, finite_units, out=np.zeros_like(sketch.unit_sum),
+                      where=finite_units > 0)
+    decay = weight ** finite_units
+    before = np.empty(finite_units.size)     # the running average before each unit
+    average = 0.0
+    for u, (a, m) in enumerate(zip(decay.tolist(), means.tolist())):
+        before[u] = average
+        average = a * average + (1.0 - a) * m
+    seen = np.cumsum(finite_units) - finite_units
+    unit, prefix = sketch.kept_unit, sketch.kept_prefix
+    # The kept point itself exactly (its weight, 1 - w, is most of it when w is small), the
+    # points of its block before it at the block's mean.
+    part = weight ** np.maximum(prefix - 1, 0)
+    averaged = part * before[unit] + (1.0 - part) * means[unit]
+    finite_raw = np.isfinite(raw)
+    averaged[finite_raw] = (weight * averaged[finite_raw]
+                            + (1.0 - weight) * raw[finite_raw])
+    n = seen[unit] + prefix
+    out = raw.copy()
+    ok = finite_raw & (n > 0)
+    out[ok] = averaged[ok] / (1.0 - weight ** n[ok])
+    # Every bucket's min and max are kept: all equal means a constant series, which
+    # smoothing leaves as it is (as smooth() does).
+    finite_raw = raw[np.isfinite(raw)]
+    if finite_raw.size == 0 or (finite_raw == finite_raw[0]).all():
+        return raw.copy()
+    return out
 
 
 # TensorBoard's three horizontal axes.

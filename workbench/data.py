@@ -33,7 +33,15 @@ from engine.record.schema import (
 )
 from viz.hierarchy import Hierarchy, HierarchyView, build_hierarchy, hierarchy_view
 from viz.hierarchy import default_expansion as hierarchy_default_expansion
-from viz.scalars import MAX_POINTS, Curve, downsample_indices, kept_curve
+from viz.scalars import (
+    MAX_POINTS,
+    Curve,
+    block_sketch,
+    downsample_indices,
+    drawable_from_blocks,
+    kept_curve,
+    sketch_curve,
+)
 from viz.timeline import StepTrace
 from workbench.cache import SingleFlightCache, estimated_bytes
 
@@ -275,8 +283,38 @@ def curve(name: str, tag: str, smoothing: float, max_points: int = MAX_POINTS) -
     path = run_path(name)
     # The stamp before the read: a commit in between only makes the next request recompute.
     key = (str(path), _stamp(path), "curve", tag, float(smoothing), int(max_points))
+    sketch = _block_sketch(name, tag, max_points)
+    if sketch is not None:
+        return _cache.get(key, lambda: sketch_curve(sketch, smoothing))
     values, keep, steps, walls = _drawn_points(name, tag, max_points)
     return _cache.get(key, lambda: kept_curve(values, keep, steps, smoothing, walls))
+
+
+def _block_sketch(name: str, tag: str, max_points: int):
+    """The tag's curve points from the run store's blocks (viz.scalars.block_sketch), per
+    run state and points; None where blocks cannot draw it (a TensorBoard run, a run
+    written before blocks, a short or disordered series): every value is read instead."""
+    path = run_path(name)
+    found = _query_blocks(name, tag)
+    if found is None or not drawable_from_blocks(found, max_points):
+        return None
+    key = (str(path), _stamp(path), "block_sketch", tag, int(max_points))
+    return _cache.get(key, lambda: block_sketch(found, max_points))
+
+
+def _query_blocks(name: str, tag: str):
+    """RunReader.scalar_blocks of the tag, per run state (None for a TensorBoard run)."""
+    path = run_path(name)
+    key = (str(path), _stamp(path), "scalar_blocks", tag)
+
+    def read():
+        try:
+            with _reads.turn():
+                reader = open_run(path)
+                return reader.scalar_blocks(tag) if isinstance(reader, RunReader) else None
+        except RunStoreError as exc:    # the same kind (a missing tag stays a key error)
+            raise type(exc)(shown(str(exc))) from exc
+    return _cache.get(key, read)
 
 
 def _drawn_points(name: str, tag: str, max_points: int) -> tuple[np.ndarray, ...]:

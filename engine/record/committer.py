@@ -16,6 +16,7 @@ from engine.record import store
 from engine.record.schema import (
     DATABASE_NAME,
     FINISHED,
+    SCALAR_BLOCK_POINTS,
 )
 
 MAX_BATCH_ROWS = 50_000   # a backlog is committed in slices so one transaction stays bounded
@@ -84,6 +85,9 @@ class Committer(threading.Thread):
         self._error_lock = threading.Lock()
         self._seq = FIRST_SEQ
         self._tag_ids: dict[tuple[str, str], int] = {}
+        # Per scalar tag id, the (seq, step, value, wall_time) points of its unfinished block:
+        # the block's row joins the pending rows with its last point, so they commit together.
+        self._open_blocks: dict[int, list[tuple]] = {}
         self._new_tags: list[tuple[int, str, str]] = []
         self._pending: dict[str, list[tuple]] = {table: [] for table in store.TABLES}
         self._sql = {table: store.insert_sql(table) for table in store.TABLES}
@@ -264,6 +268,9 @@ class Committer(threading.Thread):
             self._fail(exc)
             for rows in self._pending.values():
                 rows.clear()
+            # Those blocks' rows are lost: no block may describe them. The tags' rows then
+            # disagree with their blocks and readers draw them from the rows.
+            self._open_blocks.clear()
         finally:
             self._pending_rows = 0
             self._commit_due = False
@@ -330,6 +337,20 @@ class Committer(threading.Thread):
         self._pending["scalars"].append((seq, wall_time, tag_id, step, value))
         self._pending_rows += 1
         self._dirty = True
+        block = self._open_blocks.get(tag_id)
+        if block is None:
+            block = self._open_blocks[tag_id] = []
+        block.append((seq, step, value, wall_time))
+        if len(block) == SCALAR_BLOCK_POINTS:
+            self._close_block(tag_id, block, wall_time)
+
+    def _close_block(self, tag_id: int, block: list[tuple], wall_time: float) -> None:
+        try:
+            row = store.scalar_block_row(self._next_seq(), wall_time, tag_id, block)
+        finally:
+            block.clear()
+        self._pending["scalar_blocks"].append(row)
+        self._pending_rows += 1
 
     def _histogram(self, item: tuple) -> None:
         _, wall_time, tag, step, values, bins = item

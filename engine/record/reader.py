@@ -25,11 +25,13 @@ import numpy as np
 
 from engine.record import store
 from engine.record.schema import (
+    BLOCK,
     DAMAGED,
     DATABASE_NAME,
     FINISHED,
     INTERRUPTED,
     RUNNING,
+    SCALAR_BLOCK_FIELDS,
     SCHEMA_VERSION,
     UNREADABLE,
     AlertRecord,
@@ -50,6 +52,7 @@ from engine.record.schema import (
     QuantizationCostRecord,
     QuantizationNodeRecord,
     RunInfo,
+    ScalarBlocks,
     SensitivityPoint,
     StepRecord,
     TensorSpec,
@@ -235,6 +238,50 @@ class RunReader(RunFolderReader):
         pairs = [found[seq] for seq in wanted.tolist()]
         return (np.fromiter((step for step, _ in pairs), np.int64, len(pairs)),
                 np.fromiter((wall for _, wall in pairs), np.float64, len(pairs)))
+
+    def scalar_blocks(self, tag: str, first_step: int | None = None,
+                      last_step: int | None = None) -> ScalarBlocks | None:
+        """The tag's points with steps in [first_step, last_step] (all when None) as the
+        writer's blocks lying wholly in that range plus the raw points around them: a few
+        thousand rows to read for a million points. None when the blocks cannot stand for
+        the rows: a run written before blocks (schema version < 5) or a tag without one
+        (fewer than SCALAR_BLOCK_POINTS points), a tag whose steps go back (the order
+        written is then not the step order), or rows that no block and no edge accounts for
+        (a failed commit, rows written by another program). RunReader only."""
+        low = _STEP_MIN if first_step is None else max(int(first_step), _STEP_MIN)
+        high = _STEP_MAX if last_step is None else min(int(last_step), _STEP_MAX)
+        with self._connect() as conn:
+            tag_id = self._tag_id(conn, store.SCALAR, tag)
+            if not _has_table(conn, "scalar_blocks") or low > high:
+                return None
+            rows = conn.execute("SELECT first_seq, last_seq, body FROM scalar_blocks "
+                                "WHERE tag_id = ? ORDER BY last_seq", (tag_id,)).fetchall()
+            blocks = _block_array(rows)
+            if not rows or not _blocks_in_step_order(blocks):
+                return None
+            inside = np.flatnonzero((blocks[:, BLOCK["first_step"]] >= low)
+                                    & (blocks[:, BLOCK["last_step"]] <= high))
+            if inside.size:     # in step order, so the blocks inside are one run of them
+                first_seq, last_seq = rows[inside[0]][0], rows[inside[-1]][1]
+                head_high = int(blocks[inside[0], BLOCK["first_step"]])
+                tail_low = int(blocks[inside[-1], BLOCK["last_step"]])
+            else:
+                # Every row in the range is in the head; the tail (seq > _SEQ_MAX) is empty.
+                first_seq, last_seq, head_high, tail_low = _SEQ_MAX, _SEQ_MAX, high, high
+            head = _scalar_rows(conn, "step BETWEEN ? AND ? AND seq < ?",
+                                (tag_id, low, head_high, first_seq))
+            tail = _scalar_rows(conn, "step BETWEEN ? AND ? AND seq > ?",
+                                (tag_id, tail_low, high, last_seq))
+            # The rows the parts must add up to: one pass over the tag's index entries, no
+            # row decoded (a tenth of reading the values).
+            if first_step is None and last_step is None:
+                counting = ("", (tag_id,))
+            else:
+                counting = (" AND step BETWEEN ? AND ?", (tag_id, low, high))
+            (count,) = conn.execute("SELECT COUNT(*) FROM scalars WHERE tag_id = ?"
+                                    + counting[0], counting[1]).fetchone()
+        found = ScalarBlocks(head, blocks[inside], tail)
+        return found if found.count == count else None
 
     def scalar_wall_times(self, tag: str) -> np.ndarray:
         with self._connect() as conn:
@@ -684,7 +731,8 @@ _QUERIES = ("info", "damage", "tags", "histogram_tags", "text_tags", "scalars",
             "last_traced_step", "traced_steps", "step_stats", "transfers", "events")
 # And RunReader's own: the listing's steps (list_runs reads event-file runs otherwise) and
 # the curve reads (the workbench reads event-file runs' scalars with scalar_series).
-for _name in (*_QUERIES, "_listing", "_damage", "scalar_values", "scalar_points"):
+for _name in (*_QUERIES, "_listing", "_damage", "scalar_values", "scalar_points",
+              "scalar_blocks"):
     setattr(RunReader, _name, _damage_is_a_store_error(getattr(RunReader, _name)))
 _PRUNING_QUERIES = ("sensitivity_curves", "prune_stages", "compression")
 for _name in _PRUNING_QUERIES:
@@ -853,6 +901,39 @@ def _reason(exc: Exception, root: Path) -> str:
 
 
 _SCALAR_ROW = np.dtype([("step", np.int64), ("value", np.float64)])
+_STEP_MIN, _STEP_MAX = -(2 ** 63), 2 ** 63 - 1      # SQLite's integers
+_SEQ_MAX = 2 ** 63 - 1
+
+
+def _block_array(rows: list[tuple]) -> np.ndarray:
+    """scalar_blocks rows' bodies as one (n, fields) float64 array; a body of another size
+    is damage."""
+    size = 8 * len(SCALAR_BLOCK_FIELDS)
+    bodies = [body for _, _, body in rows]
+    sizes = np.fromiter(map(len, bodies), dtype=np.int64, count=len(bodies))
+    wrong = np.flatnonzero(sizes != size)
+    if wrong.size:
+        first_seq, last_seq, body = rows[wrong[0]]
+        raise ValueError(f"scalar block of rows {first_seq}..{last_seq} holds {len(body)} "
+                         f"bytes, not {size}")
+    return np.frombuffer(b"".join(bodies), dtype="<f8").reshape(len(rows),
+                                                                len(SCALAR_BLOCK_FIELDS))
+
+
+def _blocks_in_step_order(blocks: np.ndarray) -> bool:
+    """Whether the order written is the step order: every block's steps never decrease,
+    and no block starts below where the one before ended."""
+    first, last = blocks[:, BLOCK["first_step"]], blocks[:, BLOCK["last_step"]]
+    return bool((blocks[:, BLOCK["ordered"]] == 1.0).all() and (first[1:] >= last[:-1]).all())
+
+
+def _scalar_rows(conn: sqlite3.Connection, where: str, params: tuple
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(steps, values, wall times) of one tag's rows matching `where`, in step order."""
+    rows = conn.execute(f"SELECT step, value, wall_time FROM scalars WHERE tag_id = ? AND "
+                        f"{where} ORDER BY step, seq", params)
+    points = np.fromiter(rows, dtype=_SCALAR_SERIES_ROW)
+    return points["step"].copy(), points["value"].copy(), points["wall_time"].copy()
 _IDS_PER_QUERY = 900          # under SQLite's oldest limit of 999 bound parameters
 _SCALAR_SERIES_ROW = np.dtype([("step", np.int64), ("value", np.float64),
                                ("wall_time", np.float64)])

@@ -12,8 +12,38 @@ from typing import Any
 # empty). 3: pruning (sensitivity curves, prune-retrain stages with per-layer sparsity,
 # compression figures) and quantization comparisons and costs (older runs read them as empty).
 # 4: a text's shape (texts.shape; an older run's texts read as single strings).
-SCHEMA_VERSION = 4
+# 5: scalar_blocks, a summary of every SCALAR_BLOCK_POINTS consecutive points of a scalar tag
+# (an older run has none: its curves are read from the rows, as before).
+SCHEMA_VERSION = 5
 DATABASE_NAME = "run.sqlite"
+
+# A scalar block: SCALAR_BLOCK_POINTS consecutive points of one tag (in the order written),
+# its fields float64 in this order. Offsets count from the block's first point; min and max
+# are over the finite values (with none: the first point's value, offsets 0); ordered is 1
+# when the block's steps never decrease and fit float64 exactly.
+SCALAR_BLOCK_POINTS = 64
+SCALAR_BLOCK_FIELDS = (
+    "first_step", "last_step", "count", "finite", "sum",
+    "min", "min_offset", "min_step", "min_wall", "max", "max_offset", "max_step", "max_wall",
+    "first_value", "first_wall", "last_value", "last_wall", "ordered")
+BLOCK = {name: k for k, name in enumerate(SCALAR_BLOCK_FIELDS)}   # field -> column
+
+
+@dataclass(frozen=True, eq=False)
+class ScalarBlocks:
+    """A tag's points in a step range as the reader gives them for drawing: the raw points
+    before the first whole block in the range (head), the blocks (an (n, fields) float64
+    array, SCALAR_BLOCK_FIELDS), and the raw points after them (tail), each part in step
+    order and the parts in order. Steps int64; values and wall times float64."""
+    head: tuple[Any, Any, Any]
+    blocks: Any
+    tail: tuple[Any, Any, Any]
+
+    @property
+    def count(self) -> int:
+        return (len(self.head[0]) + len(self.tail[0])
+                + int(self.blocks[:, BLOCK["count"]].sum()))
+
 
 # Run status as the reader reports it.
 RUNNING = "running"            # a writer is open and has written recently

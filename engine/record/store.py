@@ -16,6 +16,8 @@ import numpy as np
 
 from engine.record.schema import (
     DATABASE_NAME,
+    SCALAR_BLOCK_FIELDS,
+    SCALAR_BLOCK_POINTS,
     SCHEMA_VERSION,
     AlertRecord,
     CompressionRecord,
@@ -104,6 +106,12 @@ TABLES_BY_VERSION: dict[int, dict[str, tuple[str, ...]]] = {
                                "batch1_us", "batch256_us", "batch1_speedup",
                                "batch256_speedup"),
     },
+    5: {
+        # Every SCALAR_BLOCK_POINTS consecutive points of a scalar tag, summarised (body:
+        # SCALAR_BLOCK_FIELDS as little-endian float64) in the transaction that commits the
+        # block's last point; first_seq and last_seq are the seqs of its first and last rows.
+        "scalar_blocks": ("tag_id", "first_seq", "last_seq", "body"),
+    },
 }
 # Columns a later version added to an earlier version's table (ALTER TABLE ... ADD COLUMN;
 # an older row reads the new column as NULL).
@@ -155,6 +163,7 @@ INDEXES_BY_VERSION: dict[int, tuple[str, ...]] = {
         "(comparison_seq, position)",
         "CREATE INDEX quantization_costs_by_model ON quantization_costs (model)",
     ),
+    5: ("CREATE INDEX scalar_blocks_by_tag ON scalar_blocks (tag_id, last_seq)",),
 }
 
 
@@ -339,6 +348,46 @@ def check_record(call: str, record: Any, expected: type) -> None:
     if not isinstance(record, expected):
         raise TypeError(f"{call}() expects {expected.__name__} records, "
                         f"got {type(record).__name__}")
+
+
+_EXACT_STEPS = 2 ** 53      # float64 holds every integer step up to this
+
+
+def scalar_blocks(steps: np.ndarray, values: np.ndarray, walls: np.ndarray) -> np.ndarray:
+    """The (n, SCALAR_BLOCK_FIELDS) float64 summaries of the whole blocks of
+    SCALAR_BLOCK_POINTS consecutive points in these arrays (in the order written); points
+    after the last whole block are left out."""
+    size = SCALAR_BLOCK_POINTS
+    n = len(values) // size
+    # Steps as float64: exact below 2**53, and a block with a larger one is not `ordered`
+    # (the reader then draws the tag from its rows).
+    s = np.asarray(steps[:n * size], dtype=np.float64).reshape(n, size)
+    v = np.asarray(values[:n * size], dtype=np.float64).reshape(n, size)
+    w = np.asarray(walls[:n * size], dtype=np.float64).reshape(n, size)
+    finite = np.isfinite(v)
+    rows = np.arange(n)
+    low = np.where(finite, v, np.inf).argmin(axis=1)      # the first of equal ones
+    high = np.where(finite, v, -np.inf).argmax(axis=1)
+    none = ~finite.any(axis=1)
+    low[none] = high[none] = 0
+    ordered = (np.diff(s, axis=1) >= 0).all(axis=1) & (np.abs(s) < _EXACT_STEPS).all(axis=1)
+    columns = (
+        s[:, 0], s[:, -1], np.full(n, size), finite.sum(axis=1),
+        np.where(finite, v, 0.0).sum(axis=1),
+        v[rows, low], low, s[rows, low], w[rows, low],
+        v[rows, high], high, s[rows, high], w[rows, high],
+        v[:, 0], w[:, 0], v[:, -1], w[:, -1], ordered)
+    return np.stack([np.asarray(c, dtype=np.float64) for c in columns], axis=1).reshape(
+        n, len(SCALAR_BLOCK_FIELDS))
+
+
+def scalar_block_row(seq: int, wall_time: float, tag_id: int,
+                     points: Sequence[tuple[int, int, float, float]]) -> tuple:
+    """The scalar_blocks row of one block's (seq, step, value, wall_time) points."""
+    seqs, steps, values, walls = zip(*points)
+    body = scalar_blocks(np.array(steps, dtype=np.float64), np.array(values, dtype=np.float64),
+                         np.array(walls, dtype=np.float64))
+    return (seq, wall_time, tag_id, seqs[0], seqs[-1], body.astype("<f8").tobytes())
 
 
 def histogram_row(run_dir: Path, seq: int, wall_time: float, tag_id: int, step: int,
