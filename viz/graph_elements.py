@@ -30,7 +30,7 @@ from viz.colors import (
     parse_device,
     text_color,
 )
-from viz.edge_routes import geometry, route, segments
+from viz.edge_routes import Geometry, Point, geometry, route, segments
 from viz.edges import input_source
 from viz.graph_labels import (
     BOX_FONT,
@@ -395,6 +395,20 @@ def _place(elements: list[dict], nodes: Sequence[ViewNode], edges: Sequence[View
     centres = {item: {"x": x, "y": y} for item, (x, y) in
                node_centres(placed.rects, at).items()}
     return {pair: route(placed, *pair) for pair in pairs}, centres
+
+
+def drawn_geometry(elements: Sequence[dict]) -> tuple[Geometry, dict[str, Point]]:
+    """(the footprints, each leaf's centre) of graph_elements' output as cytoscape draws it:
+    what the SVG export and the layout checks read back from the elements alone (a box's
+    title band as wide as its title, as _place allotted it)."""
+    nodes = [e for e in elements if "source" not in e["data"]]
+    parents = {e["data"]["id"]: e["data"].get("parent", "") for e in nodes}
+    at = {e["data"]["id"]: (e["position"]["x"], e["position"]["y"]) for e in nodes
+          if "position" in e}
+    sizes = {e["data"]["id"]: (e["data"]["width"], e["data"]["height"]) for e in nodes
+             if "position" in e}
+    titles = {e["data"]["id"]: e["data"]["label"] for e in nodes if "position" not in e}
+    return geometry(parents, at, sizes, titles), at
 
 
 def node_centres(rects: Mapping[str, tuple[float, float, float, float]],

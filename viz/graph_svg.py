@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from html import escape
 
-from viz.edge_routes import Point, Rect, geometry
-from viz.graph_elements import CUT_COLOR, LINE_PX, node_centres
+from viz.edge_routes import Point, Rect
+from viz.graph_elements import CUT_COLOR, LINE_PX, drawn_geometry, node_centres
 
 MARGIN = 20.0
 EDGE_COLOR = "#a7b0bc"
@@ -51,12 +51,8 @@ def _text(x: float, y: float, lines: Sequence[str], size: int, color: str,
 def graph_svg(elements: Sequence[dict]) -> str:
     """The whole drawing (not only what the window shows) on a white background."""
     nodes = [e for e in elements if "source" not in e["data"]]
-    parents = {e["data"]["id"]: e["data"].get("parent", "") for e in nodes}
-    at = {e["data"]["id"]: (e["position"]["x"], e["position"]["y"]) for e in nodes
-          if "position" in e}
-    sizes = {e["data"]["id"]: (e["data"]["width"], e["data"]["height"]) for e in nodes
-             if "position" in e}
-    rects = geometry(parents, at, sizes).rects
+    placed, at = drawn_geometry(elements)
+    rects = placed.rects
     ends = node_centres(rects, at)     # a bundled edge ends at a box
     if not rects:
         return '<svg xmlns="http://www.w3.org/2000/svg" width="1" height="1"/>\n'
@@ -104,7 +100,7 @@ def graph_svg(elements: Sequence[dict]) -> str:
         if "position" not in element:
             continue
         x, y = at[data["id"]]
-        w, h = sizes[data["id"]]
+        w, h = data["width"], data["height"]
         if data.get("kind") == "op":
             shape = f'<ellipse cx="{x:.1f}" cy="{y:.1f}" rx="{w / 2:.1f}" ry="{h / 2:.1f}"'
         else:

@@ -11,7 +11,7 @@ import pytest
 
 from engine.runtime.recording import graph_record
 from viz.edge_routes import crossings, geometry, route, segments
-from viz.graph_elements import graph_elements
+from viz.graph_elements import drawn_geometry, graph_elements
 from viz.hierarchy import build_hierarchy, default_expansion, hierarchy_view
 from viz.layout import nested_layout
 from workbench.demo import build_mlp
@@ -30,15 +30,7 @@ def laid_out(parents, edges):
 
 def drawn(elements):
     """(geometry, edges, routes) of graph_elements' output, as cytoscape will draw it."""
-    parents = {e["data"]["id"]: e["data"].get("parent", "") for e in elements
-               if "source" not in e["data"]}
-    at = {e["data"]["id"]: (e["position"]["x"], e["position"]["y"]) for e in elements
-          if "position" in e}
-    sizes = {e["data"]["id"]: (e["data"]["width"], e["data"]["height"]) for e in elements
-             if "position" in e}
-    titles = {e["data"]["id"]: e["data"]["label"] for e in elements
-              if "source" not in e["data"] and "position" not in e}
-    geo = geometry(parents, at, sizes, titles)
+    geo, _ = drawn_geometry(elements)
     edges = [(e["data"]["source"], e["data"]["target"]) for e in elements
              if "source" in e["data"]]
     return geo, edges, {edge: route(geo, *edge) for edge in edges}

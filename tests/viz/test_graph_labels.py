@@ -18,7 +18,7 @@ from engine.graph_io import load_graph_def
 from engine.record.reader import open_run
 from engine.runtime.recording import graph_record
 from viz.edge_routes import crossings, geometry, route
-from viz.graph_elements import NO_STEP, graph_elements, step_facts
+from viz.graph_elements import NO_STEP, drawn_geometry, graph_elements, step_facts
 from viz.graph_labels import (
     LABEL_MAX,
     Label,
@@ -165,14 +165,7 @@ def check_views(record, placements, cuts, facts, partition=False, each_group=Tru
 def through_boxes(elements) -> int:
     """Edges whose drawn path crosses a box (its title band included) or a leaf that holds
     neither end."""
-    nodes = [e for e in elements if "source" not in e["data"]]
-    parents = {e["data"]["id"]: e["data"].get("parent", "") for e in nodes}
-    at = {e["data"]["id"]: (e["position"]["x"], e["position"]["y"]) for e in nodes
-          if "position" in e}
-    sizes = {e["data"]["id"]: (e["data"]["width"], e["data"]["height"]) for e in nodes
-             if "position" in e}
-    titles = {e["data"]["id"]: e["data"]["label"] for e in nodes if "position" not in e}
-    geo = geometry(parents, at, sizes, titles)
+    geo, _ = drawn_geometry(elements)
     pairs = [(e["data"]["source"], e["data"]["target"]) for e in elements
              if "source" in e["data"]]
     return crossings(geo, pairs, {pair: route(geo, *pair) for pair in pairs},
