@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from test_quantize_graph import run
 
 import engine as tf
 from engine import errors
@@ -19,14 +20,6 @@ TOL = {"rtol": 1e-4, "atol": 1e-4}
 
 def c(rng, *shape, low=-1.0, high=1.0, name=None):
     return tf.constant(rng.uniform(low, high, shape).astype(np.float32), name=name)
-
-
-def run(graph_def, fetch: str, feeds: dict):
-    g = tf.Graph()
-    with g.as_default():
-        tf.import_graph_def(graph_def, name="")
-        with tf.Session(graph=g) as s:
-            return s.run(fetch, feeds)
 
 
 def batch_norm(rng, x, channels, version="V3", **kw):

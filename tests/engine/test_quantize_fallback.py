@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from test_quantize_graph import run
 
 import engine as tf
 from engine import errors
@@ -18,14 +19,6 @@ RNG = np.random.default_rng(0)
 
 def const(*shape, scale=0.5, name=None):
     return tf.constant((RNG.normal(size=shape) * scale).astype(np.float32), name=name)
-
-
-def run(graph_def, fetch: str, feeds: dict):
-    g = tf.Graph()
-    with g.as_default():
-        tf.import_graph_def(graph_def, name="")
-        with tf.Session(graph=g) as s:
-            return s.run(fetch, feeds)
 
 
 def mlp(fake_quant=None):

@@ -71,13 +71,18 @@ def test_a_long_tag_is_drawn_from_its_blocks(logdir, value_reads):
     np.testing.assert_array_equal(values[index], got.raw)
 
 
+def assert_drawn_from_every_point(got, run, points) -> None:
+    """`got` equals the exact curve of every recorded point (the path without blocks)."""
+    steps, values, walls = RunReader(run).scalar_series("loss")
+    expected = scalar_curve(steps, values, 0.6, points, walls)
+    for name in ("steps", "raw", "smoothed", "wall_times"):
+        np.testing.assert_array_equal(getattr(got, name), getattr(expected, name))
+
+
 def test_a_curve_finer_than_whole_blocks_is_drawn_from_every_point(logdir, value_reads):
     got = data.curve("long", "loss", 0.6, subplot_points(1))
     assert value_reads == ["loss"]
-    steps, values, walls = RunReader(logdir / "long").scalar_series("loss")
-    expected = scalar_curve(steps, values, 0.6, subplot_points(1), walls)
-    for name in ("steps", "raw", "smoothed", "wall_times"):
-        np.testing.assert_array_equal(getattr(got, name), getattr(expected, name))
+    assert_drawn_from_every_point(got, logdir / "long", subplot_points(1))
 
 
 def test_a_run_written_before_blocks_is_drawn_from_every_point(logdir, value_reads):
@@ -88,10 +93,7 @@ def test_a_run_written_before_blocks_is_drawn_from_every_point(logdir, value_rea
     conn.close()
     got = data.curve("long", "loss", 0.6, subplot_points(2))
     assert value_reads == ["loss"]
-    steps, values, walls = RunReader(logdir / "long").scalar_series("loss")
-    expected = scalar_curve(steps, values, 0.6, subplot_points(2), walls)
-    for name in ("steps", "raw", "smoothed", "wall_times"):
-        np.testing.assert_array_equal(getattr(got, name), getattr(expected, name))
+    assert_drawn_from_every_point(got, logdir / "long", subplot_points(2))
 
 
 def test_a_row_committed_later_shows_at_once(logdir, value_reads):
