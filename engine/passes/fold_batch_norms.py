@@ -1,7 +1,8 @@
 """`fold_batch_norms`: TF graph_transforms' fold_old_batch_norms and fold_batch_norms as one
-pass over a frozen GraphDef. Conv2D / MatMul on constant weights, optionally + BiasAdd of a
-constant bias, followed by an inference-mode FusedBatchNorm[V2,V3] or by Mul with a constant,
-becomes the same op on pre-scaled weights plus one BiasAdd, so the quantizer sees no BN."""
+pass over a frozen GraphDef. Conv2D / DepthwiseConv2dNative / MatMul on constant weights,
+optionally + BiasAdd of a constant bias, followed by an inference-mode FusedBatchNorm[V2,V3] or
+by Mul with a constant, becomes the same op on pre-scaled weights plus one BiasAdd, so the
+quantizer sees no BN."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from engine.passes.rewrite import Rewriter, finish
 logger = logging.getLogger("engine")
 
 BATCH_NORMS = ("FusedBatchNorm", "FusedBatchNormV2", "FusedBatchNormV3")
-LINEAR = ("Conv2D", "MatMul")
+LINEAR = ("Conv2D", "DepthwiseConv2dNative", "MatMul")
 # FusedBatchNorm inputs after x, in order.
 BN_INPUTS = ("scale", "offset", "mean", "variance")
 
@@ -119,6 +120,9 @@ def _mul_factors(rw: Rewriter, mul: NodeDef, channels: int,
 def _channels(linear: NodeDef, weights: np.ndarray) -> int:
     if linear.op == "MatMul":
         return weights.shape[0] if linear.attr.get("transpose_b") else weights.shape[1]
+    if linear.op == "DepthwiseConv2dNative":
+        # [height, width, in, multiplier]: output channel c * multiplier + m.
+        return weights.shape[2] * weights.shape[3]
     return weights.shape[3]
 
 
@@ -133,8 +137,8 @@ def _linear_below(rw: Rewriter, spelling: str, protected: set[str]):
         bias_add, bias = node, _float_const(rw, node.data_inputs()[1], "bias")
         node = rw.producer(node.data_inputs()[0])
     if node.op not in LINEAR:
-        raise Skip(f"its input comes from {node.op} node '{node.name}', not Conv2D or MatMul "
-                   "[+ BiasAdd]")
+        raise Skip(f"its input comes from {node.op} node '{node.name}', not Conv2D, "
+                   "DepthwiseConv2dNative or MatMul [+ BiasAdd]")
     if node.attr.get("T") is not dtypes.float32:
         raise Skip(f"'{node.name}' is not float32")
     _only_reader(rw, node, protected)
@@ -149,8 +153,8 @@ def _match(rw: Rewriter, n: NodeDef, protected: set[str]) -> _Match:
             raise Skip("its batch mean / variance outputs are read")
         linear, weights, bias_add, bias = _linear_below(rw, n.data_inputs()[0], protected)
         if linear.op == "MatMul":
-            raise Skip("a batch norm after MatMul reads a 4-D input; only Conv2D is folded "
-                       "into it")
+            raise Skip("a batch norm after MatMul reads a 4-D input; only Conv2D and "
+                       "DepthwiseConv2dNative are folded into it")
         if n.attr.get("data_format", "NHWC") != linear.attr.get("data_format", "NHWC"):
             raise Skip("its data_format differs from the convolution's")
         scale, offset = _batch_norm_factors(rw, n)
@@ -174,6 +178,8 @@ def _scaled_weights(m: _Match) -> np.ndarray:
     w = np.asarray(m.weights.attr["value"], np.float32)
     if m.linear.op == "MatMul" and m.linear.attr.get("transpose_b"):
         return (w * m.scale[:, None]).astype(np.float32)
+    if m.linear.op == "DepthwiseConv2dNative":
+        return (w * m.scale.reshape(w.shape[2], w.shape[3])).astype(np.float32)
     return (w * m.scale).astype(np.float32)
 
 
@@ -222,9 +228,9 @@ def _candidates(rw: Rewriter) -> list[NodeDef]:
 def fold_batch_norms(graph_def: GraphDef, output_names: list[str] | None = None
                      ) -> FoldResult:
     """The graph with every foldable batch norm (and Mul by a constant) folded into the
-    Conv2D / MatMul before it. A chain with a piece that is not constant (or is read by
-    another node, or is an output in `output_names`) is left as it was and listed in
-    `skipped` with the reason. The input GraphDef is not changed."""
+    Conv2D / DepthwiseConv2dNative / MatMul before it. A chain with a piece that is not
+    constant (or is read by another node, or is an output in `output_names`) is left as it
+    was and listed in `skipped` with the reason. The input GraphDef is not changed."""
     missing = [o for o in output_names or () if o not in graph_def]
     if missing:
         raise errors.NotFoundError(None, None, f"fold_batch_norms: output node(s) {missing} "

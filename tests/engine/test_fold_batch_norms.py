@@ -1,7 +1,8 @@
-"""engine/passes/fold_batch_norms.py: Conv2D / MatMul [+ BiasAdd] + inference FusedBatchNorm or
-Mul by a constant folds into scaled weights and one BiasAdd named as the folded node (TF's
-fold_old_batch_norms / fold_batch_norms); the folded graph computes what the original did
-(random graphs, NHWC convolutions with several channels); chains with a non-constant or
+"""engine/passes/fold_batch_norms.py: Conv2D / DepthwiseConv2dNative / MatMul [+ BiasAdd] +
+inference FusedBatchNorm or Mul by a constant folds into scaled weights and one BiasAdd named
+as the folded node (TF's fold_old_batch_norms / fold_batch_norms); the folded graph computes
+what the original did (random graphs, NHWC convolutions with several channels, depthwise
+convolutions with channel multipliers); chains with a non-constant or
 shared piece are left alone with the reason; quantize_graph(fold_batch_norms=True) uses it."""
 
 from __future__ import annotations
@@ -112,6 +113,43 @@ def test_matmul_times_constant_folds(transpose_b, bias, factor_shape):
     assert result.graph_def.by_name("mul").op == "BiasAdd"
     f = {"x:0": np.random.default_rng(1).normal(size=(5, 4)).astype(np.float32)}
     np.testing.assert_allclose(run(result.graph_def, "out:0", f), run(gd, "out:0", f), **TOL)
+
+
+def depthwise_graph(seed, multiplier, bias, tail):
+    """x [N, 7, 6, 3] -> DepthwiseConv2dNative (multiplier m: 3 * m output channels, channel
+    c * m + j from input c) [+ BiasAdd] -> batch norm or Mul by a per-channel Const."""
+    rng = np.random.default_rng(seed)
+    channels = 3 * multiplier
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.placeholder(tf.float32, [None, 7, 6, 3], name="x")
+        y = tf.nn.depthwise_conv2d_native(x, c(rng, 3, 3, 3, multiplier, name="w"),
+                                          [1, 1, 1, 1], "SAME", name="conv")
+        if bias:
+            y = tf.nn.bias_add(y, c(rng, channels), name="bias")
+        if tail == "bn":
+            y = batch_norm(rng, y, channels)
+        else:
+            y = tf.multiply(y, c(rng, channels, low=0.5, high=2.0), name="bn")
+        tf.nn.relu(y, name="out")
+    return g.as_graph_def()
+
+
+@pytest.mark.parametrize("seed,multiplier,bias,tail", [
+    (20, 1, False, "bn"), (21, 2, True, "bn"), (22, 3, False, "mul"), (23, 2, True, "mul")])
+def test_depthwise_batch_norm_folds_per_output_channel(seed, multiplier, bias, tail):
+    """TF's fold_old_batch_norms scales a depthwise filter [h, w, in, m] by the factor of
+    output channel c * m + j; a multiplier above 1 pins that order (a transposed reshape
+    would scale the wrong channels and the outputs would differ)."""
+    gd = depthwise_graph(seed, multiplier, bias, tail)
+    result = fold_batch_norms(gd)
+    assert result.folded == {"bn": "conv"}
+    assert result.graph_def.by_name("bn").op == "BiasAdd"
+    assert result.graph_def.by_name("conv").op == "DepthwiseConv2dNative"
+    assert not [n.op for n in result.graph_def.node if n.op.startswith("FusedBatchNorm")
+                or n.op == "Mul"]
+    np.testing.assert_allclose(run(result.graph_def, "out:0", feeds(seed)),
+                               run(gd, "out:0", feeds(seed)), **TOL)
 
 
 def test_a_factor_that_is_not_per_channel_is_skipped():
