@@ -696,13 +696,7 @@ def quantized_max_pool(node, ctx):
         host_memory=_POOL_IO)
 def quantized_avg_pool(node, ctx):
     def run(x, min_input, max_input):
-        window, k_hw = _pool_setup(node, x)
-        sums = _padded_windows(x.to(torch.int32), window, k_hw, (1, 1), 0).sum(
-            dim=(-2, -1), dtype=torch.int32)
-        ones = torch.ones(x.shape[:3] + (1,), dtype=torch.int32, device=x.device)
-        counts = _padded_windows(ones, window, k_hw, (1, 1), 0).sum(dim=(-2, -1),
-                                                                     dtype=torch.int32)
-        out = torch.div(sums, counts, rounding_mode="trunc").to(x.dtype)
+        out = quantized_pool.avg_pool(x, *_pool_setup(node, x))
         return _outputs(out, _range(min_input), _range(max_input))
     return run
 

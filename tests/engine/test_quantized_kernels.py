@@ -401,6 +401,27 @@ def test_quantized_pools_match_the_numpy_reference(runner, padding):
     np.testing.assert_array_equal(got_avg, ref.avg_pool(x, (3, 2), (2, 2), padding))
 
 
+# (batch, height, width, channels, ksize, strides, padding): 1x1 windows, strides past the
+# window, windows as large as the image, SAME pads on one side only, an empty batch.
+AVG_POOL_CASES = [
+    (3, 8, 8, 16, (2, 2), (2, 2), "VALID"), (2, 5, 7, 3, (3, 2), (1, 3), "SAME"),
+    (1, 4, 4, 2, (1, 1), (3, 3), "VALID"), (2, 3, 6, 1, (3, 6), (1, 1), "VALID"),
+    (1, 6, 5, 4, (4, 4), (2, 1), "SAME"), (0, 4, 4, 2, (2, 2), (2, 2), "SAME")]
+
+
+@covers("QuantizedAvgPool")
+@pytest.mark.parametrize("n,h,w,ch,k,s,padding", AVG_POOL_CASES)
+def test_quantized_avg_pool_matches_the_numpy_reference_on_any_window(runner, n, h, w, ch, k,
+                                                                      s, padding):
+    """The window sums come from a float pool: every truncated mean must still be the
+    integer maths of the reference (SAME pads counted out of the divisor)."""
+    x = np.random.default_rng(n * 100 + h).integers(0, 256, size=(n, h, w, ch))
+    got = run(runner, lambda: RO.QuantizedAvgPool(
+        input=q(x, "quint8"), min_input=0.0, max_input=1.0, ksize=[1, *k, 1],
+        strides=[1, *s, 1], padding=padding))
+    np.testing.assert_array_equal(got[0], ref.avg_pool(x, k, s, padding))
+
+
 CONV_IN = [[[[18, 239], [136, 91], [172, 146], [65, 82]],
             [[184, 152], [129, 86], [194, 100], [84, 227]],
             [[67, 58], [182, 159], [12, 21], [96, 213]],
