@@ -4,7 +4,7 @@ on the CPU (5x faster than windows + amax at 256x8x8x16), windows + amax elsewhe
 max_pool2d takes no uint8). Average: window sums from avg_pool2d with divisor 1 on a float
 copy (exact: a window's sum of 8-bit values stays below float's 2^24 integer limit, or it
 runs in float64), then TF's truncating integer division by the real pixels in each window;
-8x faster than summing unfolded int32 windows at 256x8x8x16, 2x2."""
+5.6x faster than summing unfolded int32 windows at 256x8x8x16, 2x2 VALID."""
 
 from __future__ import annotations
 
@@ -36,9 +36,12 @@ def avg_pool(x: torch.Tensor, window, k_hw: tuple[int, int]) -> torch.Tensor:
     exact = torch.float32 if k_hw[0] * k_hw[1] <= _FLOAT32_EXACT_PIXELS else torch.float64
     pads = (left, right, top, bottom)
     sums = _window_sums(x.permute(0, 3, 1, 2).to(exact), pads, k_hw, window.strides)
-    ones = torch.ones((1, 1) + tuple(x.shape[1:3]), dtype=exact, device=x.device)
-    counts = _window_sums(ones, pads, k_hw, window.strides)
-    out = torch.div(sums.to(torch.int32), counts.to(torch.int32), rounding_mode="trunc")
+    if any(pads):
+        ones = torch.ones((1, 1) + tuple(x.shape[1:3]), dtype=exact, device=x.device)
+        counts = _window_sums(ones, pads, k_hw, window.strides).to(torch.int32)
+    else:   # every window holds k_h * k_w real pixels
+        counts = k_hw[0] * k_hw[1]
+    out = torch.div(sums.to(torch.int32), counts, rounding_mode="trunc")
     return out.to(x.dtype).permute(0, 2, 3, 1)
 
 
