@@ -260,6 +260,15 @@ def cpu_int8_backend() -> str:
     return CPU_INT8_BACKEND
 
 
+def row_major(x: torch.Tensor) -> torch.Tensor:
+    """x with the strides of a fresh row-major matrix. .contiguous() is not enough: a [1, k]
+    view of a [k, 1] tensor has strides (1, 1) and counts as contiguous, and torch._int_mm on
+    the CPU reads such a matrix with leading dimension 1, which gives a wrong product."""
+    if x.stride() == (x.shape[1], 1):
+        return x
+    return x.clone(memory_format=torch.contiguous_format)
+
+
 def int8_matmul(a8: torch.Tensor, b8: torch.Tensor, pad: bool | None = None,
                 backend: str | None = None) -> torch.Tensor:
     """int8 x int8 -> int32 product, exact. On CUDA torch._int_mm, which wants more than 16
@@ -272,7 +281,7 @@ def int8_matmul(a8: torch.Tensor, b8: torch.Tensor, pad: bool | None = None,
     if not (a8.device.type != "cpu" if pad is None else pad):
         if (backend or cpu_int8_backend()) == "float32_gemm":
             return float32_gemm_matmul(a8, b8)
-        return torch._int_mm(a8.contiguous(), b8.contiguous())
+        return torch._int_mm(row_major(a8), row_major(b8))
     rows = max(m, _MM_MIN_ROWS)
     inner = -(-max(k, 16) // _MM_MULTIPLE) * _MM_MULTIPLE
     cols = -(-n // _MM_MULTIPLE) * _MM_MULTIPLE

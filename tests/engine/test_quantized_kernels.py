@@ -207,6 +207,25 @@ def test_int8_product_is_exact_with_and_without_the_padding_cuda_needs(shape):
     np.testing.assert_array_equal(qk.int8_matmul(a, b, pad=True).numpy(), want)
 
 
+@pytest.mark.parametrize("m, n", [(1, 10), (3, 1), (1, 1)])
+@pytest.mark.parametrize("b_transposed", [False, True])
+def test_int8_product_of_transposed_views_with_a_single_row_or_column(m, n, b_transposed):
+    # A [1, k] view of a [k, 1] tensor has strides (1, 1) and counts as contiguous; on some
+    # CPUs (AVX-512 here) torch._int_mm reads it with leading dimension 1 and returns a wrong
+    # product, which broke transpose_a with batch 1 on the virtual GPU's integer path.
+    rng = np.random.default_rng(m * 10 + n)
+    a_np = rng.integers(-128, 128, size=(m, 1024)).astype(np.int8)
+    b_np = rng.integers(-128, 128, size=(1024, n)).astype(np.int8)
+    a = torch.tensor(a_np.T.copy()).t()     # a [k, 1] C array has strides (1, 1)
+    b = torch.tensor(b_np.T.copy()).t() if b_transposed else torch.tensor(b_np)
+    assert a.stride() == (1, 1) if m == 1 else a.stride() == (1, m)
+    want = a_np.astype(np.int64) @ b_np.astype(np.int64)
+    for backend in qk.CPU_INT8_BACKENDS:
+        np.testing.assert_array_equal(qk.int8_matmul(a, b, pad=False, backend=backend).numpy(),
+                                      want)
+    np.testing.assert_array_equal(qk.int8_matmul(a, b, pad=True).numpy(), want)
+
+
 def test_the_cpu_product_is_integer_arithmetic_unless_float32_gemm_is_asked_for(monkeypatch):
     # torch._int_mm by default; the float32 GEMM stand-in only when chosen, by name.
     assert qk.CPU_INT8_BACKEND == "int_mm" == qk.cpu_int8_backend()
