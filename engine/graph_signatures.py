@@ -323,6 +323,19 @@ SIGNATURES = {
             "padding:string, dilations=list(int), padding_list=list(int)")
        for op in ("QuantizedConv2DWithBiasAndReluAndRequantize",
                   "QuantizedConv2DWithBiasAndRequantize")},
+    **{op: ("input, filter, min_input, max_input, min_filter, max_filter, "
+            "min_freezed_output, max_freezed_output -> output, min_output, max_output | "
+            "Tinput:type, Tfilter:type, out_type=type, strides:list(int), padding:string, "
+            "dilations=list(int), padding_list=list(int)")
+       for op in ("QuantizedConv2DAndRequantize", "QuantizedConv2DAndReluAndRequantize")},
+    **{op: ("input, filter, bias, min_input, max_input, min_filter, max_filter -> output, "
+            "min_output, max_output | Tinput:type, Tfilter:type, out_type=type, "
+            "strides:list(int), padding:string, dilations=list(int), padding_list=list(int)")
+       for op in ("QuantizedConv2DWithBias", "QuantizedConv2DWithBiasAndRelu")},
+    "QuantizedConv2DAndRelu": ("input, filter, min_input, max_input, min_filter, max_filter "
+                               "-> output, min_output, max_output | Tinput:type, "
+                               "Tfilter:type, out_type=type, strides:list(int), "
+                               "padding:string, dilations=list(int), padding_list=list(int)"),
     "QuantizedMatMul": ("a, b, min_a, max_a, min_b, max_b -> out, min_out, max_out | T1:type, "
                         "T2:type, Toutput=type, transpose_a=bool, transpose_b=bool, "
                         "Tactivation=type"),

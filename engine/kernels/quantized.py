@@ -1022,15 +1022,23 @@ def _fused_int32(node, relu: bool):
         a_mk, b_kn = _fused_operands(node, a, b, bias)
         ra, rb = (_range(min_a), _range(max_a)), (_range(min_b), _range(max_b))
         scales = fused_scales(node, ra, rb)
-        acc = offset_matmul(a_mk, b_kn, scales.zero_a, 0)
-        if bias.dtype == torch.int32:
-            out = acc + bias
-        else:       # bias / acc_scale in accumulator units, rounded half to even as fbgemm does
-            low, high = LIMITS[dtypes.qint32]
-            total = accumulate(acc, bias.to(torch.float32), scales).to(torch.float64)
-            out = torch.round(total.clamp(low, high)).to(torch.int32)
+        out = with_int32_bias(offset_matmul(a_mk, b_kn, scales.zero_a, 0), bias, scales)
         return _outputs(out.clamp(min=0) if relu else out, *mkl_product_range(ra, rb))
     return run
+
+
+def with_int32_bias(acc: torch.Tensor, bias: torch.Tensor | None,
+                    scales: FusedScales) -> torch.Tensor:
+    """The qint32 output of a fused op with bias: a qint32 bias adds as it is; a float bias
+    adds as bias / acc_scale accumulator units in float32, rounded half to even (fbgemm's
+    step; TF 2.21's oneDNN conv gives the same integers while |acc| stays below 2^24)."""
+    if bias is None:
+        return acc
+    if bias.dtype == torch.int32:
+        return acc + bias
+    low, high = LIMITS[dtypes.qint32]
+    total = accumulate(acc, bias.to(torch.float32), scales).to(torch.float64)
+    return torch.round(total.clamp(low, high)).to(torch.int32)
 
 
 @kernel("QuantizedMatMulWithBias", CPU=_FUSED_32, GPU=_FUSED_32,

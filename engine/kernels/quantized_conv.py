@@ -1,6 +1,9 @@
-"""TF 2.21's fused QuantizedConv2DWithBias[AndRelu]AndRequantize kernels: on the CPU through
-fbgemm (torch.ops.quantized.conv2d / conv2d_relu, aten ops, each filter prepacked once and
-cached), elsewhere an exact int32 im2col product with fbgemm's requantization step for step."""
+"""TF 2.21's fused quantized Conv2D kernels. QuantizedConv2D[WithBias][AndRelu]AndRequantize
+(8-bit out): on the CPU through fbgemm (torch.ops.quantized.conv2d / conv2d_relu, aten ops,
+each filter prepacked once and cached), elsewhere an exact int32 im2col product with fbgemm's
+requantization step for step. QuantizedConv2DWithBias[AndRelu] and QuantizedConv2DAndRelu
+(qint32 out): the exact int32 im2col product everywhere (fbgemm only gives 8-bit results),
+with the range of TF's oneDNN kernel (MklQuantizationRangeForMultiplication)."""
 
 from __future__ import annotations
 
@@ -20,6 +23,9 @@ TYPES = {"Tinput": (dtypes.quint8,), "Tfilter": (dtypes.qint8,),
          "Tbias": (dtypes.float32, dtypes.qint32), "out_type": qk.Q8}
 IO = ("min_input", "max_input", "min_filter", "max_filter", "min_freezed_output",
       "max_freezed_output", "min_output", "max_output")
+INT32_TYPES = {"Tinput": (dtypes.quint8,), "Tfilter": (dtypes.qint8,),
+               "out_type": (dtypes.qint32,)}
+INT32_IO = ("min_input", "max_input", "min_filter", "max_filter", "min_output", "max_output")
 # The "x86" engine prepacks convolutions for oneDNN on VNNI CPUs, whose rounding is not
 # fbgemm's; the packs are made under "fbgemm" so every CPU computes the same integers.
 PACK_ENGINE = "fbgemm"
@@ -159,9 +165,8 @@ def _check_operands(node, x, f, bias) -> None:
                                f"output channels, got {list(bias.shape)}")
 
 
-def _fused_conv(node, ctx, relu: bool):
-    tout = node.attr["out_type"]
-    window = windows.window_of(node.attr, node.op)
+def _geometries(node, window):
+    """geometry_for(in_hw, k_hw): the node's Geometry per input and kernel size, kept."""
     geometries: dict[tuple, Geometry] = {}      # (input h, w, kernel h, w) -> its geometry
 
     def geometry_for(in_hw: list, k_hw: tuple) -> Geometry:
@@ -172,9 +177,35 @@ def _fused_conv(node, ctx, relu: bool):
             except ValueError as e:
                 raise qk.invalid(node, str(e)) from None
         return geometries[key]
+    return geometry_for
 
-    def run(x, f, bias, min_input, max_input, min_filter, max_filter, min_freezed,
-            max_freezed):
+
+def _zero_bias():
+    """bias_for(f): one float32 zero bias per filter depth and device, kept, for the ops
+    without a bias input (a fresh tensor each step would defeat the prepack cache)."""
+    kept: dict[tuple, torch.Tensor] = {}
+
+    def bias_for(f: torch.Tensor) -> torch.Tensor:
+        key = (int(f.shape[-1]) if f.dim() else 0, f.device)
+        if key not in kept:
+            kept[key] = torch.zeros(key[0], dtype=torch.float32, device=f.device)
+        return kept[key]
+    return bias_for
+
+
+def _fused_conv(node, ctx, relu: bool, biased: bool = True):
+    tout = node.attr["out_type"]
+    window = windows.window_of(node.attr, node.op)
+    geometry_for = _geometries(node, window)
+    zero_bias = _zero_bias()
+
+    def run(x, f, *rest):
+        if biased:
+            bias, (min_input, max_input, min_filter, max_filter, min_freezed, max_freezed) = \
+                rest[0], rest[1:]
+        else:
+            min_input, max_input, min_filter, max_filter, min_freezed, max_freezed = rest
+            bias = zero_bias(f)
         _check_operands(node, x, f, bias)
         k_hw = (int(f.shape[0]), int(f.shape[1]))
         geo = geometry_for([int(x.shape[1]), int(x.shape[2])], k_hw)
@@ -192,6 +223,63 @@ def _fused_conv(node, ctx, relu: bool):
         out = integer_conv(x, f, window, k_hw, bias_f, scales, s_out, tout, relu)
         return qk._outputs(out, lo, hi)
     return run
+
+
+def _int32_conv(node, relu: bool, biased: bool):
+    """QuantizedConv2DWithBias[AndRelu] and QuantizedConv2DAndRelu: the int32 accumulator
+    (input read as max|range| / 255 with zero point 0, as TF's oneDNN kernel reads it), plus
+    the bias in accumulator units, relu'd; the range is one level of input times one of
+    filter (254 steps for qint8) times qint32's lowest and highest."""
+    window = windows.window_of(node.attr, node.op)
+    geometry_for = _geometries(node, window)
+    zero_bias = _zero_bias()
+
+    def run(x, f, *rest):
+        bias, ranges = (rest[0], rest[1:]) if biased else (None, rest)
+        _check_operands(node, x, f, zero_bias(f) if bias is None else bias)
+        k_hw = (int(f.shape[0]), int(f.shape[1]))
+        geometry_for([int(x.shape[1]), int(x.shape[2])], k_hw)     # TF's window errors
+        in_range, f_range = [tuple(qk._range(t) for t in pair)
+                             for pair in (ranges[:2], ranges[2:])]
+        scales = conv_scales(node, in_range, f_range)
+        cols, grid = qk._columns(qk._padded_windows(x, window, k_hw, window.dilations, 0))
+        acc = qk.offset_matmul(cols, f.reshape(-1, f.shape[3]), 0, 0)
+        out = qk.with_int32_bias(acc, bias, scales)
+        out = (out.clamp(min=0) if relu else out).reshape(*grid, f.shape[3])
+        return qk._outputs(out, *qk.mkl_product_range(in_range, f_range))
+    return run
+
+
+@kernel("QuantizedConv2DWithBias", CPU=INT32_TYPES, GPU=INT32_TYPES, host_memory=INT32_IO)
+def quantized_conv2d_with_bias(node, ctx):
+    return _int32_conv(node, relu=False, biased=True)
+
+
+@kernel("QuantizedConv2DWithBiasAndRelu", CPU=INT32_TYPES, GPU=INT32_TYPES,
+        host_memory=INT32_IO)
+def quantized_conv2d_with_bias_and_relu(node, ctx):
+    return _int32_conv(node, relu=True, biased=True)
+
+
+@kernel("QuantizedConv2DAndRelu", CPU=INT32_TYPES, GPU=INT32_TYPES, host_memory=INT32_IO)
+def quantized_conv2d_and_relu(node, ctx):
+    return _int32_conv(node, relu=True, biased=False)
+
+
+UNBIASED_TYPES = {"Tinput": TYPES["Tinput"], "Tfilter": TYPES["Tfilter"],
+                  "out_type": TYPES["out_type"]}
+
+
+@kernel("QuantizedConv2DAndRequantize", CPU=UNBIASED_TYPES, GPU=UNBIASED_TYPES,
+        host_memory=IO)
+def quantized_conv2d_and_requantize(node, ctx):
+    return _fused_conv(node, ctx, relu=False, biased=False)
+
+
+@kernel("QuantizedConv2DAndReluAndRequantize", CPU=UNBIASED_TYPES, GPU=UNBIASED_TYPES,
+        host_memory=IO)
+def quantized_conv2d_and_relu_and_requantize(node, ctx):
+    return _fused_conv(node, ctx, relu=True, biased=False)
 
 
 @kernel("QuantizedConv2DWithBiasAndRequantize", CPU=TYPES, GPU=TYPES, host_memory=IO)

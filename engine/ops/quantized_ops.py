@@ -4,6 +4,7 @@ the triple (integer tensor, float min, float max). tf.quantize / tf.dequantize l
 
 from __future__ import annotations
 
+import functools
 from collections import namedtuple
 
 from engine import dtypes
@@ -288,21 +289,26 @@ FUSED_CONV_RANGES = ("min_input", "max_input", "min_filter", "max_filter",
                      "min_freezed_output", "max_freezed_output")
 
 
-def _fused_conv2d_infer(op):
-    """QuantizedConv2DWithBias[AndRelu]AndRequantize: input [batch, h, w, depth] NHWC, filter
-    [kh, kw, depth, out], bias rank 1 (float32 or qint32), six float32 scalar ranges."""
+def _fused_conv2d_infer(op, biased: bool = True, ranges: int = 6,
+                        bias_types=(dtypes.float32, dtypes.qint32)):
+    """QuantizedConv2D[WithBias][AndRelu][AndRequantize]: input [batch, h, w, depth] NHWC,
+    filter [kh, kw, depth, out], bias rank 1 where the op has one (float32, or qint32 for the
+    requantizing ops), float32 scalar ranges (four, and the freezed output's two for the
+    requantizing ops)."""
     _quantized_input(op, 0, "input", FUSED_TYPES)
     _quantized_input(op, 1, "filter", FUSED_TYPES)
-    check_dtype_allowed(op, op.inputs[2].dtype, (dtypes.float32, dtypes.qint32), arg="bias")
-    _scalar_ranges(op, 3, 6, FUSED_CONV_RANGES)
+    first_range = 3 if biased else 2
+    if biased:
+        check_dtype_allowed(op, op.inputs[2].dtype, bias_types, arg="bias")
+    _scalar_ranges(op, first_range, ranges, FUSED_CONV_RANGES)
     check_dtype_allowed(op, op.attrs["out_type"], FUSED_TYPES, arg="out_type")
     _check_choice(op, "padding", FUSED_CONV_PADDINGS)
     if op.attrs.get("padding_list"):
         raise ValueError(f"{op.type}: padding_list (explicit padding) is not supported; "
                          "use padding SAME or VALID")
     window = windows.window_of(op.attrs, op.type)
-    bias = op.inputs[2].shape
-    if bias.ndims is not None and bias.ndims != 1:
+    bias = op.inputs[2].shape if biased else None
+    if bias is not None and bias.ndims is not None and bias.ndims != 1:
         raise shape_error(op, f"Shape must be rank 1 but is rank {bias.ndims}")
     return _conv_output(op, window)
 
@@ -347,6 +353,13 @@ register_op("QuantizedMatMulWithBiasAndReluAndRequantize",
             lambda op: _fused_mat_mul_infer(op, 6))
 register_op("QuantizedConv2DWithBiasAndRequantize", _fused_conv2d_infer)
 register_op("QuantizedConv2DWithBiasAndReluAndRequantize", _fused_conv2d_infer)
+for _op in ("QuantizedConv2DWithBias", "QuantizedConv2DWithBiasAndRelu"):
+    register_op(_op, functools.partial(_fused_conv2d_infer, ranges=4,
+                                       bias_types=(dtypes.float32,)))
+register_op("QuantizedConv2DAndRelu",
+            functools.partial(_fused_conv2d_infer, biased=False, ranges=4))
+for _op in ("QuantizedConv2DAndRequantize", "QuantizedConv2DAndReluAndRequantize"):
+    register_op(_op, functools.partial(_fused_conv2d_infer, biased=False))
 
 
 # -- graph builders ------------------------------------------------------------------------

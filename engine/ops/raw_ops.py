@@ -105,6 +105,22 @@ SPECS.update({
         _FUSED_CONV_IN, _FUSED_CONV_OUT, dict(_FUSED_CONV_ATTRS, out_type=dtypes.quint8),
         _CONV_TYPED),
 })
+_CONV_RANGES_IN = _FUSED_CONV_IN[3:7]
+_UNBIASED_TYPED = {"Tinput": "input", "Tfilter": "filter"}
+SPECS.update({
+    **{op: RawOp(_FUSED_CONV_IN[:7], _FUSED_CONV_OUT, dict(_FUSED_CONV_ATTRS, out_type=_Q),
+                 _UNBIASED_TYPED)
+       for op in ("QuantizedConv2DWithBias", "QuantizedConv2DWithBiasAndRelu")},
+    "QuantizedConv2DAndRelu": RawOp(
+        _FUSED_CONV_IN[:2] + _CONV_RANGES_IN, _FUSED_CONV_OUT,
+        dict(_FUSED_CONV_ATTRS, out_type=_Q), _UNBIASED_TYPED),
+    "QuantizedConv2DAndRequantize": RawOp(
+        _FUSED_CONV_IN[:2] + _FUSED_CONV_IN[3:], _FUSED_CONV_OUT,
+        dict(_FUSED_CONV_ATTRS, out_type=dtypes.qint8), _UNBIASED_TYPED),
+    "QuantizedConv2DAndReluAndRequantize": RawOp(
+        _FUSED_CONV_IN[:2] + _FUSED_CONV_IN[3:], _FUSED_CONV_OUT,
+        dict(_FUSED_CONV_ATTRS, out_type=dtypes.quint8), _UNBIASED_TYPED),
+})
 SPECS.update({op: RawOp(inputs, outputs, dict(attrs))
               for op, (inputs, outputs, attrs) in fake_quant_ops.RAW_SPECS.items()})
 _TUPLES = {op: namedtuple(op, spec.outputs) for op, spec in SPECS.items()
