@@ -1,9 +1,9 @@
 """TF's fused quantized MatMul ops (QuantizedMatMulWithBias[AndRelu][AndRequantize]) on CPU
 (fbgemm) and a virtual GPU (the integer path): against a NumPy reference of the same integer
 maths, the meaning of their ranges, the fbgemm pair guard and prepack cache, and their
-static shapes and errors. TF 2.21's CPU build registers these ops but computes them only
-after its oneDNN rewrite, which tensorflow-cpu does not run ("Missing 0-th output"), so the
-maths is that of TF's oneDNN kernel (mkl_qmatmul_op.cc) with fbgemm's rounding."""
+static shapes and errors. TF 2.21's CPU build computes these ops in graph mode only (in eager
+mode: "Missing 0-th output"); test_quantized_matmul_tf.py holds ours against its outputs, and
+the maths here is that of TF's oneDNN kernel (mkl_qmatmul_op.cc) with fbgemm's rounding."""
 
 from __future__ import annotations
 
