@@ -18,6 +18,7 @@ from engine.graph_io import load_graph_def
 from engine.record.reader import open_run
 from engine.runtime.recording import graph_record
 from viz.edge_routes import crossings, geometry, route
+from viz.first_view import element_fit_zoom, first_view
 from viz.graph_elements import NO_STEP, drawn_geometry, graph_elements, step_facts
 from viz.graph_labels import (
     LABEL_MARGIN,
@@ -164,10 +165,13 @@ def quantized(name: str):
     return graph_record(quantize(graph_def, "eightbit").graph_def), [], (), NO_STEP
 
 
-def views(tree, each_group: bool = True):
-    """(what was opened, expanded groups): the first view, each of its closed groups opened
-    alone, then "Expand a level" three times."""
+def views(tree, each_group: bool = True, zoom_of=None):
+    """(what was opened, expanded groups): the page's first view (viz.first_view, measured
+    by `zoom_of`) where it is not the default expansion, the default expansion, each of its
+    closed groups opened alone, then "Expand a level" three times."""
     first = default_expansion(tree)
+    if zoom_of is not None and (page := first_view(tree, zoom_of)) != first:
+        yield "page's first view", page
     yield "first view", first
     if each_group:
         for node in hierarchy_view(tree, first).nodes:
@@ -182,7 +186,11 @@ def views(tree, each_group: bool = True):
 def check_views(record, placements, cuts, facts, partition=False, each_group=True) -> int:
     tree = build_hierarchy(record)
     labelled = 0
-    for opened, expanded in views(tree, each_group):
+
+    def zoom_of(expanded):
+        return element_fit_zoom(graph_elements(hierarchy_view(tree, expanded), record,
+                                               placements)[0])
+    for opened, expanded in views(tree, each_group, zoom_of):
         elements, _ = graph_elements(hierarchy_view(tree, expanded), record, placements,
                                      facts=facts, partition=partition, cuts=cuts)
         found = element_overlaps(elements)
