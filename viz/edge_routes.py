@@ -1,7 +1,8 @@
 """Edge routes around boxes for the nested layout (viz.layout.nested_layout): an edge leaves
 its source's boxes through their lower borders, passes the rows between its ends through
-the gaps between their members, and enters its target's boxes from above, so it never cuts
-through a box it does not belong to; plus the geometry (footprints) and crossing counts."""
+the gaps between their members (between two columns of a wrapped box, up or down the gap
+between them), and enters its target's boxes from above, so it never cuts through a box it
+does not belong to; plus the geometry (footprints, rows, columns) and crossing counts."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
 """Layered DAG layout: topological generations as rows, barycenter sweeps to order each
 row so edges cross less; and the nested form TensorBoard uses for scope boxes, where each
-open box lays out its own members (edges leaving a box do not pull its insides apart).
+open box lays out its own members (edges leaving a box do not pull its insides apart), its
+rows wrapped into columns when they are too many for the window (viz.fit_layout).
 Pure Python over networkx; the workbench caches the result."""
 
 from __future__ import annotations
