@@ -1,13 +1,15 @@
 """Edge routes around boxes for the nested layout (viz.layout.nested_layout): an edge leaves
 its source's boxes through their lower borders, passes the rows between its ends through
-the gaps between their members, and enters its target's boxes from above, so it never cuts
-through a box it does not belong to; plus the geometry (footprints) and crossing counts."""
+the gaps between their members (between two columns of a wrapped box, up or down the gap
+between them), and enters its target's boxes from above, so it never cuts through a box it
+does not belong to; plus the geometry (footprints, rows, columns) and crossing counts."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from viz.fit_layout import column_spans
 from viz.graph_labels import title_width
 from viz.layout import BOX_LABEL, BOX_PAD, ROW_GAP
 
@@ -23,6 +25,16 @@ class Row:
     top: float
     bottom: float
     spans: tuple[tuple[float, float], ...]      # members' (left, right), left to right
+    column: int = 0                             # which of its box's columns it is in
+
+
+@dataclass(frozen=True)
+class Column:
+    """One of a box's side-by-side columns of rows (viz.fit_layout wraps tall boxes)."""
+    left: float
+    right: float
+    first: int                 # index of its first row in the box's rows
+    stop: int                  # one past its last
 
 
 @dataclass(frozen=True)
@@ -31,6 +43,7 @@ class Geometry:
     label band), each box's rows of children, and each item's enclosing boxes."""
     rects: Mapping[str, Rect]
     rows: Mapping[str, tuple[Row, ...]]           # box ("" the canvas) -> its rows
+    columns: Mapping[str, tuple[Column, ...]]     # box -> its columns, left to right
     row_of: Mapping[str, int]                     # item -> index of its row in its box
     parents: Mapping[str, str]
     chains: Mapping[str, tuple[str, ...]]         # item -> boxes holding it, outermost first
@@ -72,17 +85,25 @@ def geometry(parents: Mapping[str, str], positions: Mapping[str, Point],
                       right + spill, max(r[3] for r in inner) + BOX_PAD)
     rows: dict[str, tuple[Row, ...]] = {}
     row_of: dict[str, int] = {}
+    columns: dict[str, tuple[Column, ...]] = {}
     for box, kids in children.items():
         placed = [kid for kid in kids if kid in rects]
-        found = []
-        for index, members in enumerate(_rows_by_centre(placed, rects)):
-            for kid in members:
-                row_of[kid] = index
-            found.append(Row(min(rects[k][1] for k in members),
-                             max(rects[k][3] for k in members),
-                             tuple((rects[k][0], rects[k][2]) for k in members)))
+        spans = column_spans((rects[kid][0], rects[kid][2]) for kid in placed)
+        found: list[Row] = []
+        strips: list[Column] = []
+        for column, (left, right) in enumerate(spans):
+            first = len(found)
+            members_of = [kid for kid in placed if left <= rects[kid][0] <= right]
+            for members in _rows_by_centre(members_of, rects):
+                for kid in members:
+                    row_of[kid] = len(found)
+                found.append(Row(min(rects[k][1] for k in members),
+                                 max(rects[k][3] for k in members),
+                                 tuple((rects[k][0], rects[k][2]) for k in members), column))
+            strips.append(Column(left, right, first, len(found)))
         rows[box] = tuple(found)
-    return Geometry(rects, rows, row_of, dict(parents), chains)
+        columns[box] = tuple(strips)
+    return Geometry(rects, rows, columns, row_of, dict(parents), chains)
 
 
 def _rows_by_centre(items: list[str], rects: Mapping[str, Rect]) -> list[list[str]]:
@@ -100,15 +121,36 @@ def _rows_by_centre(items: list[str], rects: Mapping[str, Rect]) -> list[list[st
     return [sorted(row, key=lambda item: rects[item][0]) for row in rows]
 
 
-def _lateral(geo: Geometry, box: str) -> tuple[float, float]:
-    """The x range an edge may use inside `box`: its padding included, its border not."""
+def _lateral(geo: Geometry, box: str, column: int = 0) -> tuple[float, float]:
+    """The x range an edge may use inside `box`'s `column`: its padding included, its
+    border not; a column's reaches to the middle of the gaps beside it."""
     if box:
         left, _, right, _ = geo.rects[box]
-        return left + BOX_PAD / 2, right - BOX_PAD / 2
-    spans = [span for row in geo.rows.get("", ()) for span in row.spans]
-    if not spans:
-        return 0.0, 0.0
-    return min(s[0] for s in spans) - SIDE_ROOM, max(s[1] for s in spans) + SIDE_ROOM
+        left, right = left + BOX_PAD / 2, right - BOX_PAD / 2
+    else:
+        spans = [span for row in geo.rows.get("", ()) for span in row.spans]
+        if not spans:
+            return 0.0, 0.0
+        left = min(s[0] for s in spans) - SIDE_ROOM
+        right = max(s[1] for s in spans) + SIDE_ROOM
+    strips = geo.columns.get(box, ())
+    if len(strips) > 1:
+        if column > 0:
+            left = _gap(strips, column)
+        if column < len(strips) - 1:
+            right = _gap(strips, column + 1)
+    return left, right
+
+
+def _gap(strips: Sequence[Column], column: int) -> float:
+    """The middle of the gap left of `column` (between it and the one before)."""
+    return (strips[column - 1].right + strips[column].left) / 2
+
+
+def _column_rows(geo: Geometry, box: str, index: int) -> range:
+    """The indices of the rows in the column of row `index` of `box`."""
+    strip = geo.columns[box][geo.rows[box][index].column]
+    return range(strip.first, strip.stop)
 
 
 def _free(row: Row, lateral: tuple[float, float]) -> Intervals:
@@ -129,7 +171,8 @@ def _free(row: Row, lateral: tuple[float, float]) -> Intervals:
 def _free_at(geo: Geometry, box: str, index: int) -> Intervals:
     key = (box, index)
     if key not in geo.free:
-        geo.free[key] = _free(geo.rows[box][index], _lateral(geo, box))
+        row = geo.rows[box][index]
+        geo.free[key] = _free(row, _lateral(geo, box, row.column))
     return geo.free[key]
 
 
@@ -192,12 +235,13 @@ def _band_above(geo: Geometry, box: str, index: int) -> float:
     """The y of the free band above row `index`: half the row gap, or for a box's first
     row half its padding (the label sits above that)."""
     rows = geo.rows[box]
-    return rows[index].top - (BOX_PAD / 2 if index == 0 and box else ROW_GAP / 2)
+    first = index == _column_rows(geo, box, index).start and box
+    return rows[index].top - (BOX_PAD / 2 if first else ROW_GAP / 2)
 
 
 def _band_below(geo: Geometry, box: str, index: int) -> float:
     rows = geo.rows[box]
-    last = index == len(rows) - 1 and box
+    last = index == _column_rows(geo, box, index).stop - 1 and box
     return rows[index].bottom + (BOX_PAD / 2 if last else ROW_GAP / 2)
 
 
@@ -220,13 +264,15 @@ def route(geo: Geometry, src: str, dst: str) -> list[Point]:
     # Out of the source's boxes, innermost first, each through its lower border.
     for level in range(len(a_chain) - 1, depth, -1):
         item, box = a_chain[level], a_chain[level - 1]
-        below = range(geo.row_of[item] + 1, len(geo.rows[box]))
+        below = range(geo.row_of[item] + 1, _column_rows(geo, box, geo.row_of[item]).stop)
         x = _pass_rows(geo, box, below, x, _clamp(tx, geo.rects[box], BOX_PAD), points)
     a, b = a_chain[depth], b_chain[depth]
     ra, rb = geo.row_of[a], geo.row_of[b]
     rows = geo.rows[common]
     entry = _clamp(tx, geo.rects[b], MARGIN + 2)
-    if rb > ra:
+    if rows[ra].column != rows[rb].column:
+        x, top = _across(geo, common, ra, rb, x, entry, points)
+    elif rb > ra:
         x = _pass_rows(geo, common, range(ra + 1, rb), x, entry, points)
         top = _band_above(geo, common, rb)
     else:
@@ -238,7 +284,8 @@ def route(geo: Geometry, src: str, dst: str) -> list[Point]:
     for level in range(depth + 1, len(b_chain)):
         box, item = b_chain[level - 1], b_chain[level]
         inside = _clamp(tx, geo.rects[item], MARGIN + 2)
-        x = _pass_rows(geo, box, range(geo.row_of[item]), x, inside, points)
+        x = _pass_rows(geo, box, range(_column_rows(geo, box, geo.row_of[item]).start,
+                                       geo.row_of[item]), x, inside, points)
         top = _band_above(geo, box, geo.row_of[item])
         if abs(inside - x) > 0.5:
             points += [(x, top), (inside, top)]
@@ -250,12 +297,32 @@ def _around(geo: Geometry, box: str, rows: Sequence[Row], ra: int, rb: int, x: f
             entry: float, points: list[Point]) -> tuple[float, float]:
     """An edge to the same row or one above (a cycle between collapsed groups): down out of
     the source's row, along the nearer side of the box, and into the target from above."""
-    left, right = _lateral(geo, box)
+    left, right = _lateral(geo, box, rows[ra].column)
     below, top = _band_below(geo, box, ra), _band_above(geo, box, rb)
     side = left if abs(x - left) + abs(entry - left) <= abs(x - right) + abs(entry - right) \
         else right
     points += [(x, below), (side, below), (side, top)]
     return side, top
+
+
+def _across(geo: Geometry, box: str, ra: int, rb: int, x: float, entry: float,
+            points: list[Point]) -> tuple[float, float]:
+    """An edge between two columns of `box`: down out of the source's row, along the band
+    below it to the gap beside its column on the target's side, and up (or down) that gap
+    to the band above the target's row; a column between is passed below all of them."""
+    rows, strips = geo.rows[box], geo.columns[box]
+    ca, cb = rows[ra].column, rows[rb].column
+    forward = cb > ca
+    near = _gap(strips, ca + 1 if forward else ca)
+    far = _gap(strips, cb if forward else cb + 1)
+    below, top = _band_below(geo, box, ra), _band_above(geo, box, rb)
+    points += [(x, below), (near, below)]
+    if abs(far - near) > 0.5:
+        bottom = (geo.rects[box][3] - BOX_PAD / 2 if box else
+                  max(row.bottom for row in rows) + ROW_GAP / 2)
+        points += [(near, bottom), (far, bottom)]
+    points.append((far, top))
+    return far, top
 
 
 def _centre(rect: Rect) -> Point:

@@ -147,6 +147,9 @@ Offset = tuple[float, float]
 EdgeText = tuple[str, str, str, str, Sequence[tuple[float, float]]]   # id, src, dst, text, bends
 STEP_PX = 8.0                  # how far apart the places tried along an edge lie
 BESIDE_PX = 3.0                # a label beside its edge keeps this far from the line
+# A placed label keeps this far from every other label and node: Chromium's label boxes
+# come out up to a pixel or two larger than the metrics here at some zooms.
+LABEL_MARGIN = 2.5
 
 
 def _middle(found: Drawn, src: str, dst: str, bends: Sequence[tuple[float, float]]
@@ -248,9 +251,11 @@ def _free_spot(index: _Index, boxes: Sequence[Rect], point: tuple[float, float],
     where it meets nothing; None when every one meets something."""
     w, h = size
     x, y = point
+    grown = LABEL_MARGIN + 0.5                 # _meets lets 0.5 px pass
+    room = (w + 2 * grown, h + 2 * grown)
     for spot in ((x, y), (x + w / 2 + BESIDE_PX, y), (x - w / 2 - BESIDE_PX, y),
                  (x, y - h / 2 - BESIDE_PX), (x, y + h / 2 + BESIDE_PX)):
-        rect = _around(spot, size)
+        rect = _around(spot, room)
         if not index.meets(rect) and not any(_meets(rect, box) for box in boxes):
             return spot
     return None
@@ -349,14 +354,23 @@ def bend_points(data: Mapping, centres: Mapping[str, tuple[float, float]]
                             map(float, data["weights"].split()))]
 
 
+def drawn_edge_labels(elements: Sequence[dict], found: Drawn | None = None
+                      ) -> tuple[Label, ...]:
+    """The edge labels of graph_elements' output where their text margins put them (the
+    box of each: its text and background padding); `found`: drawn(elements), if known."""
+    found = found or drawn([e for e in elements if "source" not in e["data"]])
+    centres = _centres(found)
+    labelled = [e["data"] for e in elements
+                if "source" in e["data"] and e["data"].get("label")]
+    return edge_labels(found, [(d["id"], d["source"], d["target"], d["label"],
+                                bend_points(d, centres)) for d in labelled],
+                       {d["id"]: (d.get("lx", 0.0), d.get("ly", 0.0)) for d in labelled})
+
+
 def element_overlaps(elements: Sequence[dict]) -> list[Overlap]:
     """overlaps() of graph_elements' output: its node labels and its edges' labels where
     their text margins put them."""
     found = drawn([e for e in elements if "source" not in e["data"]])
-    centres = _centres(found)
-    labelled = [e["data"] for e in elements
-                if "source" in e["data"] and e["data"].get("label")]
-    extra = edge_labels(found, [(d["id"], d["source"], d["target"], d["label"],
-                                 bend_points(d, centres)) for d in labelled],
-                        {d["id"]: (d.get("lx", 0.0), d.get("ly", 0.0)) for d in labelled})
-    return overlaps(found, extra, {d["id"]: (d["source"], d["target"]) for d in labelled})
+    ends = {e["data"]["id"]: (e["data"]["source"], e["data"]["target"]) for e in elements
+            if "source" in e["data"] and e["data"].get("label")}
+    return overlaps(found, drawn_edge_labels(elements, found), ends)

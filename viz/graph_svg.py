@@ -1,6 +1,7 @@
 """The Graph page's drawing as a standalone SVG file, from the same cytoscape elements the
-page draws (boxes, leaves with their fills and labels, routed edges with arrows), so the
-export needs no browser-side SVG renderer."""
+page draws (boxes, leaves with their fills and labels, routed edges with arrows, the cut
+edges' labels where the page places them), so the export needs no browser-side SVG
+renderer."""
 
 from __future__ import annotations
 
@@ -9,10 +10,12 @@ from html import escape
 
 from viz.edge_routes import Point, Rect
 from viz.graph_elements import CUT_COLOR, LINE_PX, drawn_geometry, node_centres
+from viz.graph_labels import EDGE_FONT, drawn, drawn_edge_labels
 
 MARGIN = 20.0
 EDGE_COLOR = "#a7b0bc"
 BOX_FILL, BOX_STROKE = "#f5f7fa", "#9aa5b1"
+EDGE_LABEL_COLOR = "#7a2e00"   # as the stylesheet's edge.labelled
 
 
 def _bends(data: dict, src: Point, dst: Point) -> list[Point]:
@@ -52,14 +55,18 @@ def graph_svg(elements: Sequence[dict]) -> str:
     """The whole drawing (not only what the window shows) on a white background."""
     nodes = [e for e in elements if "source" not in e["data"]]
     placed, at = drawn_geometry(elements)
+    texts = {e["data"]["id"]: e["data"]["label"] for e in elements
+             if "source" in e["data"] and e["data"].get("label")}
     rects = placed.rects
     ends = node_centres(rects, at)     # a bundled edge ends at a box
     if not rects:
         return '<svg xmlns="http://www.w3.org/2000/svg" width="1" height="1"/>\n'
-    left = min(r[0] for r in rects.values()) - MARGIN
-    top = min(r[1] for r in rects.values()) - MARGIN
-    width = max(r[2] for r in rects.values()) + MARGIN - left
-    height = max(r[3] for r in rects.values()) + MARGIN - top
+    labels = drawn_edge_labels(elements, drawn(nodes))
+    extent = [*rects.values(), *(label.rect for label in labels)]
+    left = min(r[0] for r in extent) - MARGIN
+    top = min(r[1] for r in extent) - MARGIN
+    width = max(r[2] for r in extent) + MARGIN - left
+    height = max(r[3] for r in extent) + MARGIN - top
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="{left:.1f} {top:.1f} '
              f'{width:.1f} {height:.1f}" width="{width:.0f}" height="{height:.0f}" '
              'font-family="sans-serif">',
@@ -109,5 +116,11 @@ def graph_svg(elements: Sequence[dict]) -> str:
         parts.append(f'{shape} fill="{data.get("color", "#cccccc")}" stroke="#4a5563" '
                      'stroke-width="1"/>')
         parts.append(_text(x, y, data["label"].split("\n"), 11, data.get("text", "#111111")))
+    for label in labels:               # above the edges and nodes, as the page draws them
+        left, top, right, bottom = label.rect
+        parts.append(f'<rect x="{left:.1f}" y="{top:.1f}" width="{right - left:.1f}" '
+                     f'height="{bottom - top:.1f}" fill="#ffffff" fill-opacity="0.9"/>')
+        parts.append(_text((left + right) / 2, (top + bottom) / 2, [texts[label.owner]],
+                           EDGE_FONT, EDGE_LABEL_COLOR))
     parts.append("</svg>\n")
     return "\n".join(parts)

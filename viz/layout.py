@@ -1,6 +1,7 @@
 """Layered DAG layout: topological generations as rows, barycenter sweeps to order each
 row so edges cross less; and the nested form TensorBoard uses for scope boxes, where each
-open box lays out its own members (edges leaving a box do not pull its insides apart).
+open box lays out its own members (edges leaving a box do not pull its insides apart), its
+rows wrapped into columns when they are too many for the window (viz.fit_layout).
 Pure Python over networkx; the workbench caches the result."""
 
 from __future__ import annotations
@@ -8,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 
 import networkx as nx
+
+from viz.fit_layout import COLUMN_GAP, columns_size, wrap_rows
 
 Position = tuple[float, float]
 
@@ -135,23 +138,33 @@ def _rows(items: list[str], edges: list[tuple[str, str]], sweeps: int) -> list[l
 
 def _place_box(items: list[str], edges: list[tuple[str, str]], size: dict[str, Size],
                sweeps: int) -> tuple[dict[str, Position], Size]:
-    """Centres of `items` relative to the box's top-left corner, and the box's size."""
+    """Centres of `items` relative to the box's top-left corner, and the box's size. Rows
+    too many for the window's shape wrap into side-by-side columns (viz.fit_layout), each
+    row centred in its column."""
     for item in items:
         size.setdefault(item, (40.0, 20.0))      # an empty box (none is drawn so far)
     rows = _rows(items, edges, sweeps)
     widths = [sum(size[item][0] for item in row) + NODE_GAP * (len(row) - 1) for row in rows]
-    inner = max(widths, default=0.0)
+    heights = [max(size[item][1] for item in row) for row in rows]
+    starts = wrap_rows(widths, heights, ROW_GAP) if rows else [0]
+    bounds = [*starts, len(rows)]
     at: dict[str, Position] = {}
-    top = 0.0
-    for row, width in zip(rows, widths):
-        height = max(size[item][1] for item in row)
-        left = (inner - width) / 2
-        for item in row:
-            w = size[item][0]
-            at[item] = (left + w / 2, top + height / 2)
-            left += w + NODE_GAP
-        top += height + ROW_GAP
-    return at, (inner, max(top - ROW_GAP, 0.0))
+    column_left = 0.0
+    for first, stop in zip(bounds, bounds[1:]):
+        inner = max(widths[first:stop])
+        top = 0.0
+        for row, width, height in zip(rows[first:stop], widths[first:stop],
+                                      heights[first:stop]):
+            left = column_left + (inner - width) / 2
+            for item in row:
+                w = size[item][0]
+                at[item] = (left + w / 2, top + height / 2)
+                left += w + NODE_GAP
+            top += height + ROW_GAP
+        column_left += inner + COLUMN_GAP
+    if not rows:
+        return at, (0.0, 0.0)
+    return at, columns_size(widths, heights, starts, ROW_GAP)
 
 
 def nested_layout(parents: Mapping[str, str], leaf_sizes: Mapping[str, Size],

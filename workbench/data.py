@@ -31,6 +31,8 @@ from engine.record.schema import (
     RunInfo,
     StepRecord,
 )
+from viz.first_view import element_fit_zoom, first_view
+from viz.graph_elements import DEFAULT_COLOR_MODE, graph_elements, step_facts
 from viz.hierarchy import Hierarchy, HierarchyView, build_hierarchy, hierarchy_view
 from viz.hierarchy import default_expansion as hierarchy_default_expansion
 from viz.scalars import (
@@ -497,6 +499,32 @@ def hierarchy_default(name: str) -> frozenset[str]:
     return _cache.get((*key, "hierarchy_default"), lambda: hierarchy_default_expansion(tree))
 
 
+def graph_first_view(name: str) -> frozenset[str]:
+    """The groups the Graph page opens when the address names none: the default expansion,
+    or fewer levels of it when its drawing would not fit the window readably
+    (viz.first_view); the drawings it measured stay cached for the page."""
+    if graph(name) is None:
+        return frozenset()
+    record, key = _graph_key(name)
+    tree = hierarchy(name)
+
+    def zoom_of(expanded: frozenset[str]) -> float:
+        return element_fit_zoom(default_elements(name, expanded)[0])
+    return _cache.get((*key, "first_view"), lambda: first_view(tree, zoom_of))
+
+
+def default_elements(name: str, expanded: frozenset[str]) -> tuple[list, list]:
+    """The Graph page's (elements, legend) in its default colours, not split by device."""
+    record = graph(name)
+    drawn = view(name, expanded)
+
+    def build() -> tuple[list, list]:
+        return graph_elements(drawn, record, placements(name, record.version),
+                              DEFAULT_COLOR_MODE, step_facts(None, ()), False, (),
+                              devices(name))
+    return graph_elements_for(name, drawn.expanded, DEFAULT_COLOR_MODE, None, False, build)
+
+
 def view(name: str, expanded: frozenset[str]) -> HierarchyView:
     """The drawn boxes, leaves and edges for these expanded groups; only the hierarchy's
     own ids reach the key."""
@@ -640,6 +668,6 @@ def warm_graphs(limit: int = 3) -> None:
     for name in healthy_run_names()[:limit]:
         try:
             if graph(name) is not None:
-                view(name, hierarchy_default(name))
+                view(name, graph_first_view(name))
         except Exception as exc:  # noqa: BLE001 -- the page reports it when it is asked
             _warm_log.info("not warmed: %s: %.200s", name, exc)

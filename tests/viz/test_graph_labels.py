@@ -18,12 +18,15 @@ from engine.graph_io import load_graph_def
 from engine.record.reader import open_run
 from engine.runtime.recording import graph_record
 from viz.edge_routes import crossings, geometry, route
+from viz.first_view import element_fit_zoom, first_view
 from viz.graph_elements import NO_STEP, drawn_geometry, graph_elements, step_facts
 from viz.graph_labels import (
+    LABEL_MARGIN,
     LABEL_MAX,
     Label,
     clipped_label,
     drawn,
+    drawn_edge_labels,
     element_overlaps,
     overlaps,
     place_edge_labels,
@@ -103,6 +106,34 @@ def test_an_edge_label_moves_off_the_leaf_at_its_middle():
     found = element_overlaps([*elements, still])       # m's label, and m itself
     assert {(o.label.owner, o.other, o.what) for o in found} == {
         ("m", "s->t", "label"), ("s->t", "m", "leaf")}
+    # it keeps LABEL_MARGIN clear of m, not only off it
+    (label,) = drawn_edge_labels([*elements, edge])
+    m = drawn(elements).leaves["m"]
+    clear = max(m[0] - label.rect[2], label.rect[0] - m[2], m[1] - label.rect[3],
+                label.rect[1] - m[3])
+    assert clear >= LABEL_MARGIN
+
+
+def test_the_svg_export_draws_each_edge_label_where_the_page_places_it():
+    from xml.etree import ElementTree
+
+    from viz.graph_svg import graph_svg
+    elements = [
+        {"data": {"id": "s", "label": "s", "width": 30, "height": 26},
+         "position": {"x": 0.0, "y": 0.0}, "classes": "leaf op"},
+        {"data": {"id": "t", "label": "t", "width": 30, "height": 26},
+         "position": {"x": 0.0, "y": 200.0}, "classes": "leaf op"},
+        {"data": {"id": "s->t", "source": "s", "target": "t", "label": "s:0 · 16 KB",
+                  "lx": 40.0, "ly": 5.0}, "classes": "edge cut labelled"}]
+    tag = "{http://www.w3.org/2000/svg}"
+    tree = ElementTree.fromstring(graph_svg(elements))
+    texts = {text.findtext(f"{tag}tspan"): text for text in tree.iter(f"{tag}text")}
+    assert "s:0 · 16 KB" in texts
+    (label,) = drawn_edge_labels(elements)
+    spot = texts["s:0 · 16 KB"].find(f"{tag}tspan")
+    assert (float(spot.get("x")), float(spot.get("y"))) == pytest.approx(
+        ((label.rect[0] + label.rect[2]) / 2, (label.rect[1] + label.rect[3]) / 2), abs=0.1)
+    assert (label.rect[0] + label.rect[2]) / 2 == pytest.approx(40.0)   # middle + its lx
 
 
 def test_overlapping_labels_are_found_once_per_pair():
@@ -134,10 +165,13 @@ def quantized(name: str):
     return graph_record(quantize(graph_def, "eightbit").graph_def), [], (), NO_STEP
 
 
-def views(tree, each_group: bool = True):
-    """(what was opened, expanded groups): the first view, each of its closed groups opened
-    alone, then "Expand a level" three times."""
+def views(tree, each_group: bool = True, zoom_of=None):
+    """(what was opened, expanded groups): the page's first view (viz.first_view, measured
+    by `zoom_of`) where it is not the default expansion, the default expansion, each of its
+    closed groups opened alone, then "Expand a level" three times."""
     first = default_expansion(tree)
+    if zoom_of is not None and (page := first_view(tree, zoom_of)) != first:
+        yield "page's first view", page
     yield "first view", first
     if each_group:
         for node in hierarchy_view(tree, first).nodes:
@@ -152,7 +186,11 @@ def views(tree, each_group: bool = True):
 def check_views(record, placements, cuts, facts, partition=False, each_group=True) -> int:
     tree = build_hierarchy(record)
     labelled = 0
-    for opened, expanded in views(tree, each_group):
+
+    def zoom_of(expanded):
+        return element_fit_zoom(graph_elements(hierarchy_view(tree, expanded), record,
+                                               placements)[0])
+    for opened, expanded in views(tree, each_group, zoom_of):
         elements, _ = graph_elements(hierarchy_view(tree, expanded), record, placements,
                                      facts=facts, partition=partition, cuts=cuts)
         found = element_overlaps(elements)

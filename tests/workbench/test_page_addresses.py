@@ -154,7 +154,7 @@ def test_graph(store):
     assert component(page, graph.COLOR_DROPDOWN).value == "op"
     assert component(page, graph.PARTITION_CHECK).value == [graph.PARTITION]
     # The default view writes no `open`; all closed writes an empty one; a scope selected.
-    default = sorted(data.hierarchy_default(ODD))
+    default = sorted(data.graph_first_view(ODD))
     href = graph.view_address(ODD, None, "layer1", "device", [], default)
     assert "open=" not in href and "step=" not in href and "color=" not in href
     first = graph.initial_view(parsed(href, graph.PATH))

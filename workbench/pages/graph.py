@@ -346,7 +346,7 @@ def _first_view(run: str, query) -> tuple[list[str], str, str]:
     """The address's view of the run: its open scopes (`open`; absent: the default view)
     with its node revealed and selected; another run's address opens the default view."""
     tree = data.hierarchy(run)
-    expanded = data.hierarchy_default(run)
+    expanded = data.graph_first_view(run)
     asked = _query(query)
     node = asked["node"]
     if asked["run"] not in (None, run):
@@ -549,7 +549,7 @@ def view_address(run, step, selected, mode, partition, expanded) -> str:
         return address(PATH, query)
     tree = data.hierarchy(run)
     opened = sorted(frozenset(scope_list(expanded) or ()) & tree.groups.keys())
-    if opened != sorted(data.hierarchy_default(run)):
+    if opened != sorted(data.graph_first_view(run)):
         query["open"] = opened if opened else ""
     selected = text(selected, "the selected node") if isinstance(selected, str) else ""
     if selected in tree.groups:
