@@ -5,13 +5,20 @@ the same run:
   1. the Scalars callback for the 15 series (server side, cold cache), beside the naive peer:
      the same figures with every point (no min/max downsampling), built and serialized;
   2. headless Chromium (chromium-driver, as the browser tests use): navigation to
-     `/scalars?run=...&tag=...` until all 15 curves are drawn (the page's own clock), the
-     first on a `workbench serve` started fresh with a new browser profile, then again on
-     the same server; median and range over several fresh servers; beside plotly.js
-     drawing the un-downsampled figures on a bare page (the peer);
+     `/scalars?run=...&tag=...` until all 15 curves are drawn (the page's own clock), on a
+     `workbench serve` started fresh for each of --servers rounds: a new browser profile
+     as soon as the server answers ("server just started": its warming thread may still be
+     reading), another new profile after that ("fresh browser, server warm"), then more
+     navigations in that one ("browser cache warm"); each for this checkout (the basic
+     plotly.js bundle) and, in turn, the same with --full-plotly (Dash's full bundle: the
+     peer of the fresh-browser figures), medians and ranges; beside plotly.js drawing the
+     un-downsampled figures on a bare page (the peer of the warm ones);
   3. listing 500 runs (`list_runs` cold and on a refresh through its ListingCache, then the
      Runs page's table callback, cold and on a refresh), beside a bare `sqlite3.connect` +
-     one SELECT per run folder (the floor any listing pays).
+     one SELECT per run folder (the floor any listing pays); then the Runs page in a fresh
+     browser (navigation until its first page of rows is drawn; server just started and
+     warm, as above), beside a fresh browser opening a bare HTML table of every run's row
+     (the same cells and links, no framework).
 The 1-minute load average is printed beside each figure.
 
 The runs hold the scalar blocks RunWriter commits (the curves are drawn from them); with
