@@ -5,13 +5,20 @@ the same run:
   1. the Scalars callback for the 15 series (server side, cold cache), beside the naive peer:
      the same figures with every point (no min/max downsampling), built and serialized;
   2. headless Chromium (chromium-driver, as the browser tests use): navigation to
-     `/scalars?run=...&tag=...` until all 15 curves are drawn (the page's own clock), the
-     first on a `workbench serve` started fresh with a new browser profile, then again on
-     the same server; median and range over several fresh servers; beside plotly.js
-     drawing the un-downsampled figures on a bare page (the peer);
+     `/scalars?run=...&tag=...` until all 15 curves are drawn (the page's own clock), on a
+     `workbench serve` started fresh for each of --servers rounds: a new browser profile
+     as soon as the server answers ("server just started": its warming thread may still be
+     reading), another new profile after that ("fresh browser, server warm"), then more
+     navigations in that one ("browser cache warm"); each for this checkout (the basic
+     plotly.js bundle) and, in turn, the same with --full-plotly (Dash's full bundle: the
+     peer of the fresh-browser figures), medians and ranges; beside plotly.js drawing the
+     un-downsampled figures on a bare page (the peer of the warm ones);
   3. listing 500 runs (`list_runs` cold and on a refresh through its ListingCache, then the
      Runs page's table callback, cold and on a refresh), beside a bare `sqlite3.connect` +
-     one SELECT per run folder (the floor any listing pays).
+     one SELECT per run folder (the floor any listing pays); then the Runs page in a fresh
+     browser (navigation until its first page of rows is drawn; server just started and
+     warm, as above), beside a fresh browser opening a bare HTML table of every run's row
+     (the same cells and links, no framework).
 The 1-minute load average is printed beside each figure.
 
 The runs hold the scalar blocks RunWriter commits (the curves are drawn from them); with
@@ -142,21 +149,26 @@ def server_side(logdir: Path) -> tuple[float, float, int, int, int]:
     return ours_s, peer_s, our_bytes, peer_bytes, points
 
 
-# Installed in every page before its own scripts: the page's clock (ms since navigation)
-# when the first and the last of the 30 traces (15 curves, raw and smoothed) are in the
-# document, checked every 4 ms in the page itself (no WebDriver round trip in the way).
-DRAWN_CLOCK = """
-window.__drawn = {};
-const check = () => {
-  const n = document.querySelectorAll(
-      '#scalars-curves-div .js-plotly-plot .scatterlayer .trace').length;
+def drawn_clock(selector: str, count: int) -> str:
+    """Installed in every page before its own scripts: the page's clock (ms since navigation)
+    when the first and when `count` of `selector` are in the document, checked every 4 ms in
+    the page itself (no WebDriver round trip in the way)."""
+    return f"""
+window.__drawn = {{}};
+const check = () => {{
+  const n = document.querySelectorAll({json.dumps(selector)}).length;
   if (n > 0 && window.__drawn.first === undefined) window.__drawn.first = performance.now();
-  if (n >= 30) { window.__drawn.all = performance.now(); return; }
+  if (n >= {count}) {{ window.__drawn.all = performance.now(); return; }}
   setTimeout(check, 4);
-};
+}};
 setTimeout(check, 4);
 """
-# The end of the largest Dash response: the page's layout with its curves.
+
+
+# The 30 traces of the 15 curves (raw and smoothed).
+CURVES_DRAWN = drawn_clock("#scalars-curves-div .js-plotly-plot .scatterlayer .trace", 30)
+# The end of the largest Dash response: the page's layout with its curves (the Runs page's
+# table).
 CURVES_ARRIVED = ("return Math.max(...performance.getEntriesByType('resource')"
                   ".filter(e => e.name.includes('_dash-update-component'))"
                   ".sort((a, b) => b.encodedBodySize - a.encodedBodySize).slice(0, 1)"
@@ -171,14 +183,22 @@ class Navigation:
     load: str
 
 
-def _chromium():
+@dataclass(frozen=True)
+class Variant:
+    """A `workbench serve` to navigate on: a checkout and more serve options."""
+    label: str
+    tree: Path
+    args: tuple[str, ...] = ()
+
+
+def _chromium(clock: str = CURVES_DRAWN):
     from selenium import webdriver
 
     options = webdriver.ChromeOptions()
     for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1280,800"):
         options.add_argument(flag)
     driver = webdriver.Chrome(options=options)      # a new profile: the browser cache cold
-    driver.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": DRAWN_CLOCK})
+    driver.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": clock})
     return driver
 
 
@@ -188,50 +208,59 @@ def _navigate(driver, url: str) -> Navigation:
     driver.get(url)
     drawn = WebDriverWait(driver, 120, poll_frequency=0.05).until(
         lambda d: d.execute_script("return window.__drawn.all"))
-    return Navigation(driver.execute_script(CURVES_ARRIVED) / 1000, drawn / 1000, load())
+    arrived = driver.execute_script(CURVES_ARRIVED)
+    return Navigation((arrived or 0) / 1000, drawn / 1000, load())
 
 
-def browser(logdir: Path, servers: int = 3, again: int = 3, trees: tuple[Path, ...] = (ROOT,)
-            ) -> tuple[dict, dict, float] | None:
-    """({tree: first navigations}, {tree: later navigations}, peer s), or None without a
-    driver. Each of `servers` times, for each tree (alternating which goes first, so each
-    meets the same machine state): `workbench serve` of that checkout started fresh and a new
-    browser profile (both caches cold), one navigation as soon as the server answers (its
-    warming thread may still be reading), then `again` navigations (plotly.js in the
-    browser's cache, the curves in the server's). The peer: plotly.js drawing the
-    un-downsampled figures on a bare page."""
+def _fresh(clock: str, url: str, again: int = 0) -> list[Navigation]:
+    """A new browser profile's first navigation to `url`, then `again` more (its cache
+    warm)."""
+    driver = _chromium(clock)
+    try:
+        return [_navigate(driver, url)] + [_navigate(driver, f"{url}{'&' if '?' in url else '?'}"
+                                                             f"n={n}") for n in range(again)]
+    finally:
+        driver.quit()
+
+
+def browser(logdir: Path, variants: tuple[Variant, ...], servers: int = 3, again: int = 3
+            ) -> tuple[dict, float] | None:
+    """({label: {"started", "fresh", "later": navigations}}, peer s), or None without a
+    driver. Each of `servers` times, for each variant (alternating which goes first, so each
+    meets the same machine state), its `workbench serve` started fresh and:
+    "started": a new browser profile's navigation as soon as the server answers (its warming
+    thread may still be reading); "fresh": another new profile's (the browser cold, the
+    server has drawn the view once); "later": `again` more in that profile (plotly.js and
+    Dash's bundles in its cache). The peer: plotly.js drawing the un-downsampled figures on a
+    bare page."""
     import shutil
 
     if not shutil.which("chromedriver"):
         return None
-    first = {tree: [] for tree in trees}
-    later = {tree: [] for tree in trees}
+    found = {v.label: {"started": [], "fresh": [], "later": []} for v in variants}
     for k in range(servers):
-        for tree in (trees if k % 2 == 0 else trees[::-1]):
-            driver = _chromium()
-            try:
-                with Server(tree, logdir) as server:
-                    url = (f"http://127.0.0.1:{server.port}/scalars?run={','.join(RUNS)}"
-                           f"&tag={','.join(TAGS)}")
-                    first[tree].append(_navigate(driver, url))
-                    later[tree] += [_navigate(driver, f"{url}&x=step&n={n}")
-                                    for n in range(again)]
-            finally:
-                driver.quit()
+        for variant in (variants if k % 2 == 0 else variants[::-1]):
+            with Server(variant.tree, logdir, args=variant.args) as server:
+                url = (f"http://127.0.0.1:{server.port}/scalars?run={','.join(RUNS)}"
+                       f"&tag={','.join(TAGS)}&x=step")
+                found[variant.label]["started"] += _fresh(CURVES_DRAWN, url)
+                fresh, *later = _fresh(CURVES_DRAWN, url, again)
+                found[variant.label]["fresh"].append(fresh)
+                found[variant.label]["later"] += later
     driver = _chromium()
     try:
         peer = _peer_in_browser(driver, logdir)
     finally:
         driver.quit()
-    return first, later, peer
+    return found, peer
 
 
-def spread(navigations: list[Navigation]) -> str:
-    """Median and range of navigation -> drawn, of the curves' arrival, and the loads."""
+def spread(navigations: list[Navigation], what: str = "curves") -> str:
+    """Median and range of navigation -> drawn, of the data's arrival, and the loads."""
     drawn = [n.drawn for n in navigations]
     arrived = [n.curves_arrived for n in navigations]
-    return (f"drawn median {statistics.median(drawn):5.3f} s (range {min(drawn):5.3f}-"
-            f"{max(drawn):5.3f}; curves arrived at {statistics.median(arrived):5.3f} s, drawn "
+    return (f"median {statistics.median(drawn):5.3f} s (range {min(drawn):5.3f}-"
+            f"{max(drawn):5.3f}; {what} arrived at {statistics.median(arrived):5.3f} s, drawn "
             f"{statistics.median(d - a for d, a in zip(drawn, arrived)):5.3f} s after) over "
             f"{len(navigations)}   loads {' '.join(n.load.split()[1] for n in navigations)}")
 
@@ -258,6 +287,50 @@ def _peer_in_browser(driver, logdir: Path) -> float:
     WebDriverWait(driver, 300, poll_frequency=0.01).until(
         lambda d: d.execute_script("return window.done === true"))
     return time.perf_counter() - start
+
+
+RUN_ROWS = ".runs-table .run-row"
+
+
+def runs_browser(logdir: Path, servers: int = 3) -> tuple[dict, list[Navigation]] | None:
+    """({"started", "fresh": navigations to the Runs page until its first page of rows is
+    drawn}, peer navigations), or None without a driver; "started" and "fresh" as in
+    browser(). The peer: a new browser profile opening a bare HTML page with every run's row
+    (the same cells and links, no framework): the floor of drawing the listing."""
+    import shutil
+
+    from workbench.pages import runs as runs_page
+
+    if not shutil.which("chromedriver"):
+        return None
+    infos = list_runs(logdir)
+    clock = drawn_clock(RUN_ROWS, min(len(infos), runs_page.PAGE_ROWS))
+    found = {"started": [], "fresh": []}
+    peer = []
+    page = Path(tempfile.mkdtemp()) / "runs.html"
+    page.write_text(_bare_runs_table(infos))
+    for _ in range(servers):
+        with Server(ROOT, logdir) as server:
+            url = f"http://127.0.0.1:{server.port}/"
+            found["started"] += _fresh(clock, url)
+            found["fresh"] += _fresh(clock, url)
+        peer += _fresh(drawn_clock(RUN_ROWS, len(infos)), f"file://{page}")
+    return found, peer
+
+
+def _bare_runs_table(infos) -> str:
+    from html import escape
+    from urllib.parse import quote
+
+    pages = ("graph", "placement", "scalars", "alerts", "histograms", "images", "replay")
+    rows = "".join(
+        f"<tr class='run-row'><td>{escape(info.name)}</td><td>{escape(info.status)}</td>"
+        f"<td>{info.num_steps}</td><td>{escape(', '.join(info.tags[:6]))}</td><td></td><td>"
+        + " · ".join(f"<a href='/{p}?run={quote(info.name)}'>{p}</a>" for p in pages)
+        + "</td></tr>" for info in infos)
+    return (f"<html><body><table class='runs-table'><thead><tr><th>Run</th><th>Status</th>"
+            f"<th>Steps</th><th>Scalar tags</th><th>Started</th><th>Open</th></tr></thead>"
+            f"<tbody>{rows}</tbody></table></body></html>")
 
 
 def listing(logdir: Path) -> dict[str, float]:
@@ -351,21 +424,28 @@ def main() -> None:
               f"{points} points a trace)   "
               f"every point {peer:6.3f} s ({peer_bytes / 1e6:6.2f} MB)   ratio "
               f"{ours / peer:.2f}x   {load()}")
-        trees = (ROOT,) if args.against is None else (ROOT, args.against.resolve())
-        drawn = None if args.no_browser else browser(curves_dir, args.servers, trees=trees)
+        variants = (Variant("ours", ROOT), Variant("full plotly.js", ROOT, ("--full-plotly",)))
+        if args.against is not None:
+            variants += (Variant(str(args.against), args.against.resolve()),)
+        drawn = None if args.no_browser else browser(curves_dir, variants, args.servers)
         if drawn is None:
             print("  browser: skipped (no chromedriver, or --no-browser)")
         else:
-            first, later, peer = drawn
-            for tree in trees:
-                name = "" if len(trees) == 1 else f" [{tree}]"
-                print(f"  navigation -> drawn (goal <= 1 s), first on a fresh server{name}: "
-                      f"{spread(first[tree])}")
-                print(f"  navigation -> drawn (goal <= 1 s), later ones{name}:              "
-                      f"{spread(later[tree])}")
-            ours = statistics.median(n.drawn for n in later[ROOT])
+            found, peer = drawn
+            for variant in variants:
+                for key, what in (("started", "fresh browser, server just started"),
+                                  ("fresh", "fresh browser, server warm  "),
+                                  ("later", "browser cache warm          ")):
+                    print(f"  navigation -> drawn, {what} [{variant.label}]: "
+                          f"{spread(found[variant.label][key])}")
+            for key in ("started", "fresh"):
+                ours, full = (statistics.median(n.drawn for n in found[label][key])
+                              for label in ("ours", "full plotly.js"))
+                print(f"  {key:7} fresh browser (goal <= 1 s): basic plotly.js {ours:5.3f} s"
+                      f"   full plotly.js {full:5.3f} s   ratio {ours / full:.2f}x")
+            ours = statistics.median(n.drawn for n in found["ours"]["later"])
             print(f"  plotly.js with every point on a bare page {peer:6.3f} s   ratio "
-                  f"{ours / peer:.2f}x   {load()}")
+                  f"{ours / peer:.2f}x (cache warm)   {load()}")
         if args.million:
             figures = million_point_tag(Path(tmp) / "million")
             for points in sorted({p for _, p in figures}, reverse=True):
@@ -380,6 +460,18 @@ def main() -> None:
               f"{t['refresh']:6.3f} s; Runs table {t['table']:6.3f} s (goal <= 1 s), refresh "
               f"{t['table_refresh']:6.3f} s   bare sqlite open+select {t['floor']:6.3f} s   "
               f"ratio {t['table'] / t['floor']:.2f}x   {load()}")
+        drawn = None if args.no_browser else runs_browser(many_dir, args.servers)
+        if drawn is not None:
+            from workbench.pages.runs import PAGE_ROWS
+
+            found, peer = drawn
+            for key, what in (("started", "server just started"), ("fresh", "server warm")):
+                print(f"  Runs page ({PAGE_ROWS} rows a page), navigation -> rows drawn, fresh "
+                      f"browser, {what}: {spread(found[key], 'table')}")
+            ours = statistics.median(n.drawn for n in found["fresh"])
+            bare = statistics.median(n.drawn for n in peer)
+            print(f"  fresh browser, server warm (goal <= 1 s): {ours:5.3f} s   a bare HTML table "
+                  f"of all {args.runs} rows {bare:5.3f} s   ratio {ours / bare:.2f}x   {load()}")
 
 
 if __name__ == "__main__":

@@ -106,6 +106,7 @@ class Server:
     peak_rss: int = 0
     _sampling: bool = False
     _sampler: threading.Thread | None = None
+    args: tuple[str, ...] = ()      # more `workbench serve` options
 
     def __enter__(self) -> Server:
         with socket.socket() as probe:
@@ -114,7 +115,7 @@ class Server:
         env = {**os.environ, "PYTHONPATH": str(self.tree)}
         self.process = subprocess.Popen(
             [sys.executable, "-m", "workbench", "serve", "--logdir", str(self.logdir),
-             "--port", str(self.port)], cwd=self.tree, env=env,
+             "--port", str(self.port), *self.args], cwd=self.tree, env=env,
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 120
         while True:

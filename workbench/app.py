@@ -12,7 +12,7 @@ from pathlib import Path
 import dash
 from dash import dcc, html
 
-from workbench import data, request_checks
+from workbench import data, plotly_js, request_checks
 from workbench.pages import (
     alerts,
     compare,
@@ -65,8 +65,9 @@ def _callback_failed(exc: Exception) -> None:
     _log.warning("callback failed: %s: %.200s", type(exc).__name__, exc)
 
 
-def create_app(logdir: str | os.PathLike) -> dash.Dash:
-    """The workbench for the runs in `logdir`; serve it with app.run(host, port)."""
+def create_app(logdir: str | os.PathLike, full_plotly: bool = False) -> dash.Dash:
+    """The workbench for the runs in `logdir`; serve it with app.run(host, port). The browser
+    gets plotly.js's basic bundle (plotly_js), or Dash's full one with `full_plotly`."""
     data.set_logdir(logdir)
     app = dash.Dash(
         __name__, use_pages=True, pages_folder="", assets_folder=str(ASSETS),
@@ -78,4 +79,6 @@ def create_app(logdir: str | os.PathLike) -> dash.Dash:
         page.register_callbacks(app)
     app.layout = _shell(_shown_logdir(logdir))
     request_checks.install(app)
+    if not full_plotly:
+        plotly_js.install(app)
     return app

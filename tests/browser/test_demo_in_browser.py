@@ -9,6 +9,7 @@ import pytest
 from browser_helpers import click_node, open_page, wait_for_graph
 
 from engine.record import RunReader
+from workbench import plotly_js
 from workbench.app import PAGES, create_app
 from workbench.demo import run_demo
 
@@ -99,11 +100,21 @@ FILLED = {
 }
 
 
+# The trace types plotly.js has registered, and those of every figure on the page.
+TRACE_TYPES = """
+const drawn = [...document.querySelectorAll('.js-plotly-plot')].flatMap(
+    plot => (plot.data || []).map(trace => trace.type || 'scatter'));
+return [window.Plotly ? Object.keys(Plotly.PlotSchema.get().traces) : [], drawn];"""
+
+
 def test_the_demo_fills_every_page_at_1280x800(dash_duo, demo_logdir):
+    """...and each page's figures are of trace types that the basic plotly.js bundle the
+    browser got has registered (a type it lacks would draw nothing)."""
     logdir, runs = demo_logdir
     assert set(FILLED) == {page.NAME for page in PAGES}
     dash_duo.start_server(create_app(logdir))
     dash_duo.driver.set_window_size(1280, 800)
+    drawn_types = set()
     for page in PAGES:
         query = ("" if page.NAME in ("Runs", "Alerts", "Compare", "Pruning", "Quantization")
                  else f"?run={runs[0]}")
@@ -116,3 +127,9 @@ def test_the_demo_fills_every_page_at_1280x800(dash_duo, demo_logdir):
             "return document.documentElement.scrollWidth <= window.innerWidth"), (
             f"the {page.NAME} page scrolls sideways at 1280x800")
         assert dash_duo.get_logs() == [], f"console errors on the {page.NAME} page"
+        registered, drawn = dash_duo.driver.execute_script(TRACE_TYPES)
+        if drawn:
+            assert set(registered) == plotly_js.TRACES, "not the basic plotly.js bundle"
+            assert set(drawn) <= set(registered), f"the {page.NAME} page draws {drawn}"
+        drawn_types.update(drawn)
+    assert drawn_types == {"scatter", "bar"}
