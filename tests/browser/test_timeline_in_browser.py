@@ -146,10 +146,12 @@ def test_the_address_keeps_the_zoomed_time_window(dash_duo, logdir):
         lambda driver: abs(float(_address(driver).get("from", -1)) - zoomed[0]) < 0.06
         and abs(float(_address(driver).get("to", -1)) - zoomed[1]) < 0.06,
         message=f"the address did not follow the zoom to {zoomed}")
+    written = _address(dash_duo.driver)
     dash_duo.driver.refresh()
     dash_duo.wait_for_element("#timeline-bars-graph .barlayer .point")
-    _window_shown(dash_duo, float(_address(dash_duo.driver)["from"]),
-                  float(_address(dash_duo.driver)["to"]))
+    _window_shown(dash_duo, float(written["from"]), float(written["to"]))
+    WebDriverWait(dash_duo.driver, WAIT_S).until(
+        lambda driver: _address(driver) == written, message="the reload lost the window")
 
     # A double click (autorange) shows the whole step again: no window in the address.
     left, top, width, height = dash_duo.driver.execute_script(_DRAG_AREA)
