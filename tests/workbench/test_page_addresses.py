@@ -22,6 +22,7 @@ from engine.record.schema import (
     QuantizationNodeRecord,
 )
 from workbench import data
+from workbench.inputs import BadInput, finite_number
 from workbench.pages import (
     alerts,
     compare,
@@ -136,6 +137,29 @@ def test_a_hand_typed_name_with_a_comma_is_one_name_when_its_parts_are_not_names
     assert address_values("a,,b,a") == ["a", "b"]
     assert address_values(["a,b", ""]) == ["a,b"]
     assert address_values(None) == address_values(5) == []
+
+
+@pytest.mark.parametrize(("value", "read"), [
+    ("12", 12.0), (" 0.5 ", 0.5), ("1e3", 1000.0), (".5", 0.5), (3, 3.0), (2.5, 2.5),
+    (None, None), ("", None)])
+def test_finite_number_reads_decimal_text_and_numbers(value, read):
+    assert finite_number(value, "x", 0) == read
+
+
+@pytest.mark.parametrize(("value", "told"), [
+    ("nan", "must be a number, got 'nan'"), ("inf", "must be a number, got 'inf'"),
+    ("1e400", "must be a finite number from 0 to 8, got '1e400'"),
+    (float("nan"), "must be a finite number from 0 to 8, got nan"),
+    (10 ** 400, "must be a finite number from 0 to 8, got 1000"),
+    ("-1", "must be a finite number from 0 to 8, got '-1'"),
+    (9, "must be a finite number from 0 to 8, got 9"),
+    ("1_0", "must be a number, got '1_0'"), ("0x10", "must be a number, got '0x10'"),
+    (True, "must be a number, got True"), ([1], "must be a number, got [1]"),
+    ("9" * 100_000, "must be a number, got '9999")])
+def test_finite_number_tells_what_is_wrong(value, told):
+    with pytest.raises(BadInput) as caught:
+        finite_number(value, "the speed", 0, 8)
+    assert str(caught.value).startswith(f"the speed {told}") and len(str(caught.value)) < 150
 
 
 # -- each page: its choices -> its address -> its own reading -> the same choices -----------

@@ -145,7 +145,7 @@ def address_search(query) -> str:
 
 def layout(run: str | None = None, step: str | None = None, node: str | None = None,
            color: str | None = None, partition: str | None = None,
-           open: str | None = None, search: str | None = None,  # noqa: A002 -- the address's
+           open: str | None = None, search: str | None = None,  # noqa: A002 -- its address name
            **_query) -> html.Div:
     query = {"run": run, "step": step, "node": node, "color": color, "partition": partition,
              "open": open, "search": search}

@@ -109,7 +109,7 @@ _HIDDEN = {"display": "none"}
 
 
 def layout(run: str | None = None, step: str | None = None, t: str | None = None,
-           open: str | None = None, speed: str | None = None,  # noqa: A002 -- the address's
+           open: str | None = None, speed: str | None = None,  # noqa: A002 -- its address name
            **_query) -> html.Div:
     speed_value, speed_told = speed_choice(speed)
     return html.Div([
