@@ -42,6 +42,18 @@
         return next;
     }
 
+    // The axis ranges a plot's figure states outright ({axis: [low, high]}; autorange off).
+    function stated(plot) {
+        const zoom = {};
+        for (const [key, value] of Object.entries((plot && plot.layout) || {})) {
+            if (/^[xy]axis\d{0,2}$/.test(key) && value && value.autorange === false &&
+                    Array.isArray(value.range) && value.range.length === 2) {
+                zoom[key] = value.range.slice();
+            }
+        }
+        return zoom;
+    }
+
     function zooms(relayouts, ids, kept) {
         const many = Array.isArray(ids);
         const idList = many ? ids : [ids];
@@ -51,10 +63,11 @@
             const key = keyOf(id);
             const element = elementOf(id);
             const plot = element && (element.querySelector(".js-plotly-plot") || element);
-            // A plot drawn anew (its element is new) starts from no zoom.
+            // A plot drawn anew (its element is new) starts from the zoom its figure states
+            // (the server's, from the address: common.keep_zooms), else from none.
             const fresh = plot && !plot.__liveZoomSeen;
             if (plot) { plot.__liveZoomSeen = true; }
-            const before = fresh || !kept ? {} : (kept[key] || {});
+            const before = fresh ? stated(plot) : (!kept ? {} : (kept[key] || {}));
             const zoom = events[i] ? merged(before, events[i]) : before;
             if (Object.keys(zoom).length) { next[key] = zoom; }
         });

@@ -1,8 +1,8 @@
 // The Replay page's browser side (workbench/pages/replay.py): where the play interval,
 // the buttons and the sliders move the position {step, t, carry}; what a position shows on
 // the sliders and in the address (history.replaceState: no navigation, so the page is not
-// rebuilt); the open scopes in the address (`open`, which show keeps as it is); and the
-// keys, which press the page's buttons.
+// rebuilt); the open scopes and the speed in the address (`open`, `speed`, which show keeps
+// as they are); and the keys, which press the page's buttons.
 (function () {
     "use strict";
     const noUpdate = () => window.dash_clientside.no_update;
@@ -147,6 +147,21 @@
         return address;
     }
 
+    // The speed chosen, in the address (`speed`, left out at 1x); also when the page loads,
+    // so that a speed the address asked for and the page refused (replay.speed_choice) is
+    // replaced by the one it plays at.
+    function speed(value) {
+        if (typeof value !== "number" || !window.location.pathname.endsWith("/replay")) {
+            return noUpdate();
+        }
+        const params = new URLSearchParams(window.location.search);
+        if (value === 1) { params.delete("speed"); } else { params.set("speed", String(value)); }
+        const query = params.toString();
+        const address = window.location.pathname + (query ? "?" + query : "");
+        window.history.replaceState(window.history.state, "", address);
+        return address;
+    }
+
     function play(_clicks, position, bounds, playing) {
         const fired = window.dash_clientside.callback_context.triggered.map((t) => t.prop_id);
         let now = Boolean(playing);
@@ -162,7 +177,7 @@
     }
 
     window.dash_clientside = Object.assign({}, window.dash_clientside, {
-        replay: {navigate: navigate, show: show, play: play, opened: opened},
+        replay: {navigate: navigate, show: show, play: play, opened: opened, speed: speed},
     });
 
     const KEYS = {

@@ -6,12 +6,15 @@ the page shows; nothing here touches the file system."""
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 MAX_TEXT = 1000                # a name, tag, search text or scope path
 MAX_CHOSEN = 200               # runs, tags, reasons or devices chosen at once
 MAX_SCOPES = 100_000           # expanded scopes sent back (the graph's own bound them later)
 MAX_STEP = 2 ** 63 - 1         # SQLite's largest integer
+MAX_NUMBER_TEXT = 40           # a number typed into an address
+_DECIMAL = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d{1,4})?")
 SMOOTHING_MAX = 0.99           # the slider's range: 1.0 would be a flat line at the first point
 
 
@@ -65,6 +68,33 @@ def smoothing(value: Any, default: float) -> float:
         raise BadInput(f"Smoothing must be a number from 0 to {SMOOTHING_MAX}, got "
                        f"{clipped(value)}")
     return float(value)
+
+
+def finite_number(value: Any, what: str, low: float | None = None,
+                  high: float | None = None) -> float | None:
+    """A number from the address (decimal text: `12`, `0.5`, `1e3`) or a control (an int or
+    float), from `low` to `high` where given; None when nothing was sent (None or ""). NaN,
+    infinities (`1e400` is one), other text and numbers out of range raise BadInput."""
+    if value is None or value == "":
+        return None
+    sent = value
+    if isinstance(value, str) and len(value) <= MAX_NUMBER_TEXT and _DECIMAL.fullmatch(
+            value.strip()):
+        value = float(value.strip())
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise BadInput(f"{what} must be a number, got {clipped(sent)}")
+    try:
+        value = float(value)
+    except OverflowError:       # an int past float's range
+        value = math.inf
+    if not math.isfinite(value) or (low is not None and value < low) or (
+            high is not None and value > high):
+        bounds = " ".join(part for part in (
+            "" if low is None else f"from {low:g}", "" if high is None else f"to {high:g}")
+            if part)
+        raise BadInput(f"{what} must be a finite number{' ' + bounds if bounds else ''}, "
+                       f"got {clipped(sent)}")
+    return value
 
 
 def step_number(value: Any, what: str = "the step") -> int | None:

@@ -137,3 +137,56 @@ def test_the_address_selects_and_reveals_a_node(dash_duo, demo_runs):
     dash_duo.wait_for_contains_text(".inspector-title", node)
     assert node in drawn_ids(dash_duo)
     assert dash_duo.get_logs() == []
+
+
+def _address(driver) -> dict:
+    from urllib.parse import parse_qs, urlparse
+    return {key: values[0] for key, values in parse_qs(urlparse(driver.current_url).query,
+                                                       keep_blank_values=True).items()}
+
+
+def test_the_address_keeps_the_search(dash_duo, demo_runs):
+    """`search=REGEX` fills the search box, reveals and selects the first match as the box
+    does; a search run in the box is written, an emptied one dropped; a bad pattern is told
+    and the graph still drawn."""
+    from urllib.parse import quote
+    logdir, runs = demo_runs
+    dash_duo.driver.set_window_size(1280, 800)
+    dash_duo.start_server(create_app(logdir))
+    found = "gradients/layer2/MatMul_grad/MatMul"
+    open_page(dash_duo, f"/graph?run={runs[0]}&search={quote(found + '$')}")
+    wait_for_graph(dash_duo)
+    dash_duo.wait_for_contains_text("#graph-search-text", f"1 match; showing {found}.")
+    dash_duo.wait_for_contains_text(".inspector-title", found)
+    assert found in drawn_ids(dash_duo)
+    assert dash_duo.find_element("#graph-search-input").get_attribute("value") == found + "$"
+    WebDriverWait(dash_duo.driver, 10).until(
+        lambda d: _address(d).get("search") == found + "$" and _address(d).get("node") == found
+        and "open" in _address(d), message="the address did not keep the search and its match")
+
+    search = dash_duo.find_element("#graph-search-input")
+    search.clear()
+    search.send_keys("layer1/Relu$" + Keys.ENTER)
+    dash_duo.wait_for_contains_text("#graph-search-text", "showing layer1/Relu.")
+    WebDriverWait(dash_duo.driver, 10).until(
+        lambda d: _address(d).get("search") == "layer1/Relu$"
+        and _address(d).get("node") == "layer1/Relu", message="the new search was not written")
+    dash_duo.driver.refresh()
+    dash_duo.wait_for_contains_text(".inspector-title", "layer1/Relu")
+    assert dash_duo.find_element("#graph-search-input").get_attribute("value") == (
+        "layer1/Relu$")
+    search = dash_duo.find_element("#graph-search-input")
+    search.clear()
+    search.send_keys(Keys.ENTER)
+    WebDriverWait(dash_duo.driver, 10).until(
+        lambda d: "search" not in _address(d) and _address(d).get("node") == "layer1/Relu",
+        message="an emptied search stayed in the address")
+    assert dash_duo.get_logs() == []
+
+    open_page(dash_duo, f"/graph?run={runs[0]}&search={quote('layer1/[')}")
+    wait_for_graph(dash_duo)
+    dash_duo.wait_for_text_to_equal(
+        "#graph-search-text",
+        "Not a regular expression: unterminated character set at position 7.")
+    assert dash_duo.find_element("#graph-search-input").get_attribute("value") == "layer1/["
+    assert dash_duo.get_logs() == []

@@ -131,3 +131,48 @@ def test_the_page_follows_a_run_that_records_its_comparison_while_open(dash_duo,
     assert dash_duo.driver.execute_script(
         "return document.documentElement.scrollWidth <= window.innerWidth")
     assert dash_duo.get_logs() == []
+
+
+def _address(driver) -> dict:
+    from urllib.parse import parse_qs, urlparse
+    return {key: values[0] for key, values in parse_qs(urlparse(driver.current_url).query,
+                                                       keep_blank_values=True).items()}
+
+
+def test_the_open_groups_are_kept_in_the_address(dash_duo, tmp_path):
+    """`open=` opens the groups it names in both graphs; opening or closing one by a click
+    writes them (the first view writes none), and a reload opens the same ones."""
+    from urllib.parse import quote
+    runs = record_quantized_runs(tmp_path / "logs")
+    dash_duo.driver.set_window_size(1280, 800)
+    dash_duo.start_server(create_app(runs.logdir))
+    dash_duo.driver.get(f"{dash_duo.server_url}/quantization?run={runs.run}")
+    wait_drawn(dash_duo, QUANTIZED_CY)
+    wait_node(dash_duo, QUANTIZED_CY, SERIES, lambda f: not f[2], "the series is not closed")
+    WebDriverWait(dash_duo.driver, 10).until(
+        lambda d: _address(d).get("run") == runs.run and "node" in _address(d),
+        message="the address was never written")
+    assert "open" not in _address(dash_duo.driver)
+    click_node_in(dash_duo, QUANTIZED_CY, SERIES)
+    for side in (ORIGINAL_CY, QUANTIZED_CY):
+        wait_node(dash_duo, side, "dense_1", lambda f: not f[2], f"no dense_1 in {side}")
+    opened = WebDriverWait(dash_duo.driver, 10).until(
+        lambda d: SERIES in _address(d).get("open", "").split(",") and _address(d)["open"],
+        message="the opened series is not in the address")
+    dash_duo.driver.refresh()
+    for side in (ORIGINAL_CY, QUANTIZED_CY):
+        wait_drawn(dash_duo, side)
+        wait_node(dash_duo, side, SERIES, lambda f: f[2], f"the reload closed it in {side}")
+        wait_node(dash_duo, side, "dense_1", lambda f: not f[2], f"no dense_1 in {side}")
+    assert _address(dash_duo.driver)["open"] == opened
+    assert dash_duo.get_logs() == []
+
+    # All closed (`open=`), and junk in the address opens nothing it names.
+    dash_duo.driver.get(f"{dash_duo.server_url}/quantization?run={runs.run}&open="
+                        f"{quote('nope,../x')}")
+    for side in (ORIGINAL_CY, QUANTIZED_CY):
+        wait_drawn(dash_duo, side)
+        wait_node(dash_duo, side, SERIES, lambda f: not f[2], f"the series opened in {side}")
+    WebDriverWait(dash_duo.driver, 10).until(
+        lambda d: _address(d).get("open") == "", message="the address did not say all closed")
+    assert dash_duo.get_logs() == []

@@ -214,3 +214,42 @@ def test_the_speed_control_sets_how_far_a_tick_of_play_moves(dash_duo, runs):
     moves = dash_duo.driver.execute_script(_TICK, [0.5, 1, 2, 8])
     assert moves == [[0, 0.5], [1, 0], [2, 0], [3, 0]]
     assert dash_duo.get_logs() == []
+
+
+def _address(driver) -> dict:
+    from urllib.parse import parse_qs, urlparse
+    return {key: values[0] for key, values in parse_qs(urlparse(driver.current_url).query,
+                                                       keep_blank_values=True).items()}
+
+
+def test_the_speed_is_kept_in_the_address(dash_duo, runs):
+    """`speed=N` sets the speed control; choosing another speed writes it (1x writes none),
+    and stepping keeps it; a speed that is not one of the control's is told, 1x played and
+    the address corrected."""
+    dash_duo.start_server(create_app(runs.logdir))
+    open_page(dash_duo, f"/replay?run={runs.run}&step=1&speed=4")
+    dash_duo.wait_for_text_to_equal("#replay-step-text", "Step 1 of 6")
+    dash_duo.wait_for_contains_text("#replay-speed-dropdown", "4x")
+    _wait(dash_duo, lambda d: _address(d).get("speed") == "4", "the address lost speed=4")
+    dash_duo.select_dcc_dropdown("#replay-speed-dropdown", "0.5x")
+    _wait(dash_duo, lambda d: _address(d).get("speed") == "0.5", "speed=0.5 not written")
+    _press(dash_duo, Keys.ARROW_RIGHT)
+    dash_duo.wait_for_contains_text("#replay-step-text", "Step 2 of 6")
+    _wait(dash_duo, lambda d: _address(d).get("step") == "2" and _address(d).get(
+        "speed") == "0.5", "stepping dropped the speed")
+    dash_duo.driver.refresh()
+    dash_duo.wait_for_contains_text("#replay-speed-dropdown", "0.5x")
+    dash_duo.wait_for_contains_text("#replay-step-text", "Step 2 of 6")
+    dash_duo.select_dcc_dropdown("#replay-speed-dropdown", "1x")
+    _wait(dash_duo, lambda d: "speed" not in _address(d) and _address(d).get("step") == "2",
+          "1x left a speed in the address")
+    assert dash_duo.get_logs() == []
+
+    open_page(dash_duo, f"/replay?run={runs.run}&step=1&speed=nan")
+    dash_duo.wait_for_text_to_equal(
+        "#replay-speed-notice-text",
+        "The speed in the address must be a number, got 'nan'; playing at 1x.")
+    dash_duo.wait_for_contains_text("#replay-speed-dropdown", "1x")
+    dash_duo.wait_for_text_to_equal("#replay-step-text", "Step 1 of 6")
+    _wait(dash_duo, lambda d: "speed" not in _address(d), "the bad speed stayed in the address")
+    assert dash_duo.get_logs() == []

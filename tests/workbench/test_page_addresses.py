@@ -22,6 +22,7 @@ from engine.record.schema import (
     QuantizationNodeRecord,
 )
 from workbench import data
+from workbench.inputs import BadInput, finite_number
 from workbench.pages import (
     alerts,
     compare,
@@ -138,6 +139,29 @@ def test_a_hand_typed_name_with_a_comma_is_one_name_when_its_parts_are_not_names
     assert address_values(None) == address_values(5) == []
 
 
+@pytest.mark.parametrize(("value", "read"), [
+    ("12", 12.0), (" 0.5 ", 0.5), ("1e3", 1000.0), (".5", 0.5), (3, 3.0), (2.5, 2.5),
+    (None, None), ("", None)])
+def test_finite_number_reads_decimal_text_and_numbers(value, read):
+    assert finite_number(value, "x", 0) == read
+
+
+@pytest.mark.parametrize(("value", "told"), [
+    ("nan", "must be a number, got 'nan'"), ("inf", "must be a number, got 'inf'"),
+    ("1e400", "must be a finite number from 0 to 8, got '1e400'"),
+    (float("nan"), "must be a finite number from 0 to 8, got nan"),
+    (10 ** 400, "must be a finite number from 0 to 8, got 1000"),
+    ("-1", "must be a finite number from 0 to 8, got '-1'"),
+    (9, "must be a finite number from 0 to 8, got 9"),
+    ("1_0", "must be a number, got '1_0'"), ("0x10", "must be a number, got '0x10'"),
+    (True, "must be a number, got True"), ([1], "must be a number, got [1]"),
+    ("9" * 100_000, "must be a number, got '9999")])
+def test_finite_number_tells_what_is_wrong(value, told):
+    with pytest.raises(BadInput) as caught:
+        finite_number(value, "the speed", 0, 8)
+    assert str(caught.value).startswith(f"the speed {told}") and len(str(caught.value)) < 150
+
+
 # -- each page: its choices -> its address -> its own reading -> the same choices -----------
 
 
@@ -165,16 +189,70 @@ def test_graph(store):
     assert (first["expanded"], first["selected"], first["step"]) == ([], "", 2)
 
 
+def test_graph_search(store):
+    """`search=REGEX` is the search last run: written with the view, it fills the search box
+    on load and, with no node in the address, reveals and selects the first match as the
+    search box does; a node in the address stays the selection."""
+    tree = data.hierarchy(ODD)
+    pattern = "layer2/Mat.*"
+    href = graph.view_address(ODD, None, "", "device", [], [], pattern)
+    query = parsed(href, graph.PATH)
+    assert query["search"] == pattern and query["open"] == ""
+    first = graph.initial_view(query)
+    match = tree.op_ids["layer2/MatMul"]
+    assert first["selected"] == match and "layer2" in first["expanded"]
+    assert first["search"] == "3 matches; showing layer2/MatMul."
+    page = graph.layout(**query)
+    assert component(page, graph.SEARCH_INPUT).value == pattern
+    assert component(page, graph.SEARCH_STORE).data == pattern
+    # The node the user selected after searching is what the address selects.
+    selected = tree.op_ids["layer1/MatMul"]
+    href = graph.view_address(ODD, None, selected, "device", [], ["layer1"], pattern)
+    first = graph.initial_view(parsed(href, graph.PATH))
+    assert (first["selected"], first["expanded"]) == (selected, ["layer1"])
+    assert component(graph.layout(**parsed(href, graph.PATH)), graph.SEARCH_INPUT).value == (
+        pattern)
+    # No search run: none written; an address naming a run that is not there opens another
+    # run, where its search is not run.
+    assert "search=" not in graph.view_address(ODD, None, "", "device", [], [], "")
+    other = graph.initial_view({"run": "nope", "search": pattern})
+    assert other["run"] != "nope" and other["selected"] == "" and other["search"] == ""
+
+
+@pytest.mark.parametrize(("pattern", "told"), [
+    ("layer1/[", "Not a regular expression: unterminated character set at position 7."),
+    ("(a", "Not a regular expression: missing ), unterminated subpattern at position 0."),
+    ("nothing-like-this", "No node matches 'nothing-like-this'."),
+])
+def test_graph_search_in_the_address_says_what_is_wrong(store, pattern, told):
+    first = graph.initial_view(parsed(address(graph.PATH, {"run": ODD, "search": pattern}),
+                                      graph.PATH))
+    assert first["search"] == told and first["selected"] == ""
+    assert first["expanded"] == sorted(data.hierarchy_default(ODD))
+    assert first["message"] == "" and first["elements"]          # the graph still draws
+
+
+def test_graph_search_too_long_or_not_text_is_left_out(store):
+    assert graph.address_search({"search": "x" * 5000}) == ""
+    assert graph.address_search({"search": ["a.*", "b"]}) == "a.*"
+    assert graph.address_search({"search": 5}) == graph.address_search(None) == ""
+    first = graph.initial_view({"run": ODD, "search": "x" * 5000})
+    assert first["search"].startswith("The search in the address is 5000 characters long")
+
+
 def test_graph_names_a_colour_it_cannot_show():
     first = graph.view_choice({"color": "rainbow"})
     assert first[:2] == ("device", []) and "'rainbow' is not one of" in first[2]
 
 
 def test_timeline(store):
-    href = timeline.view_address(ODD, 3)
+    href = timeline.view_address(ODD, 3, {timeline.BARS_GRAPH: {"xaxis": [5.0, 1234.56]}})
     query = parsed(href, timeline.PATH)
     assert timeline.run_choice(query)[1:] == (ODD, "")
     assert timeline.step_choice(ODD, query)[1:] == (3, "")
+    assert (query["from"], query["to"]) == ("5", "1234.6")
+    asked = component(timeline.layout(**query), timeline.QUERY_STORE).data
+    assert asked["window"] == [5.0, 1234.6]
 
 
 def test_images(store):
@@ -285,9 +363,32 @@ def test_replay(store):
     assert replay.draw(ODD, None, None, None, query)[0] == opened
 
 
+@pytest.mark.parametrize(("speed", "shown", "told"), [
+    (None, 1, ""), ("4", 4, ""), ("0.5", 0.5, ""), ("8", 8, ""), (["2", "8"], 2, ""),
+    ("3", 1, "The speed in the address must be one of 0.5, 1, 2, 4, 8, got '3'"),
+    ("nan", 1, "The speed in the address must be a number, got 'nan'"),
+    ("inf", 1, "The speed in the address must be a number, got 'inf'"),
+    ("1e400", 1, "The speed in the address must be a finite number from 0, got '1e400'"),
+    ("-2", 1, "The speed in the address must be a finite number from 0, got '-2'"),
+    ("fast", 1, "The speed in the address must be a number, got 'fast'"),
+    ("9" * 5000, 1, "The speed in the address must be a number, got '9999"),
+])
+def test_replay_speed(speed, shown, told):
+    """`speed=N` chooses the speed the page plays at (the browser writes it back,
+    assets/replay.js); a value that is not one of the speeds is told and 1x played."""
+    page = replay.layout(run=ODD, speed=speed)
+    assert component(page, replay.SPEED_DROPDOWN).value == shown
+    notice = component(page, replay.SPEED_NOTICE_TEXT).children
+    assert notice.startswith(told) and len(notice) < 200
+    assert notice.endswith("; playing at 1x.") if told else notice == ""
+
+
 ADDRESS_CALLBACKS = {
     "graph": (graph.view_address, (ODD, 3, "layer1", "op", [], ["layer1"])),
-    "timeline": (timeline.view_address, (ODD, 3)),
+    "timeline": (timeline.view_address, (ODD, 3, {timeline.BARS_GRAPH: {"xaxis": [1, 2]}})),
+    "timeline.view": (timeline.timeline_view, (ODD, 3, None, None, {"run": ODD,
+                                                                    "window": [1, 2]})),
+    "graph.search": (graph.view_address, (ODD, 3, "", "device", [], ["layer1"], "Mat.*")),
     "images": (images.view_address, (SUMMARIES, ODD_TAG, 1)),
     "compare": (compare.view_address, (ODD, PLAIN, "layer1")),
     "quantization": (quantization.view_address, ("quantized ∑", COMPARED[0], "dense/b,c")),

@@ -6,6 +6,7 @@ selection for both graphs, the selected node's histograms and metrics, and hosti
 from __future__ import annotations
 
 import math
+from urllib.parse import parse_qs, urlparse
 
 import pytest
 from dash import no_update
@@ -175,6 +176,44 @@ def test_a_click_on_a_collapsed_group_opens_it_in_both_graphs(runs):
     assert page.expansion(None, None, None, runs.plain, None, deeper) == []
 
 
+def test_the_open_groups_round_trip_through_the_address(runs):
+    """`open=` keeps the expansion both graphs show: written only when it is not their first
+    view, read back when the page loads, "" for all closed; another run's address or junk
+    groups open only what the graphs have."""
+    first = page.expansion(None, None, None, runs.run, COMPARISON, None)
+    tap = {"id": SERIES, "kind": "series", "original": "x"}
+    deeper = page.expansion(QUANTIZED_CY, None, tap, runs.run, COMPARISON, first)
+    assert SERIES in deeper and SERIES not in first
+    assert "open=" not in page.view_address(runs.run, COMPARISON, "dense/Relu", first)
+    for opened in (deeper, []):
+        href = page.view_address(runs.run, COMPARISON, "dense/Relu", opened)
+        query = parse_qs(urlparse(href).query, keep_blank_values=True)
+        assert query["open"] == [",".join(opened)]
+        asked = {"run": runs.run, "open": query["open"][0]}
+        assert page.expansion(None, None, None, runs.run, COMPARISON, None, asked) == opened
+        assert page.expansion(page.COMPARISON_DROPDOWN, None, None, runs.run, COMPARISON,
+                              None, asked) == opened
+    layout = page.layout(run=runs.run, open=SERIES)
+    assert _component(layout, page.QUERY_STORE).data["open"] == SERIES
+    junk = {"run": runs.run, "open": f"{SERIES},nope,../x"}
+    assert page.expansion(None, None, None, runs.run, COMPARISON, None, junk) == [SERIES]
+    other = {"run": "another-run", "open": SERIES}
+    assert page.expansion(None, None, None, runs.run, COMPARISON, None, other) == first
+    assert page.expansion(None, None, None, runs.run, COMPARISON, None, {"open": 7}) is (
+        no_update)
+
+
+def _component(tree, ident):
+    if getattr(tree, "id", None) == ident:
+        return tree
+    children = getattr(tree, "children", None)
+    for child in children if isinstance(children, (list, tuple)) else [children]:
+        found = _component(child, ident) if child is not None else None
+        if found is not None:
+            return found
+    return None
+
+
 def test_the_selected_node_shows_its_histograms_and_metrics(runs, text_of):
     record = comparison(runs)
     shown = page.details(runs.run, COMPARISON, "dense_1/Relu")
@@ -218,6 +257,10 @@ CALLBACKS = {
     "expansion": (page.expansion, lambda r: (ORIGINAL_CY, {"id": "dense+dense_[1]",
                                                            "kind": "series"}, None, r.run,
                                              COMPARISON, [])),
+    "expansion.address": (page.expansion, lambda r: (None, None, None, r.run, COMPARISON, None,
+                                                     {"run": r.run, "open": SERIES})),
+    "view_address": (page.view_address, lambda r: (r.run, COMPARISON, "dense/Relu",
+                                                   [SERIES])),
 }
 
 

@@ -203,3 +203,75 @@ def test_the_app_serves_the_timeline_page(store):
     assert b"app-nav-timeline-link" in client.get("/_dash-layout").data
     outputs = " ".join(dep["output"] for dep in client.get("/_dash-dependencies").json)
     assert "timeline-bars-graph" in outputs and "timeline-nav-location" in outputs
+
+
+def _component(tree, ident):
+    if getattr(tree, "id", None) == ident:
+        return tree
+    children = getattr(tree, "children", None)
+    for child in children if isinstance(children, (list, tuple)) else [children]:
+        found = _component(child, ident) if child is not None else None
+        if found is not None:
+            return found
+    return None
+
+
+def test_the_zoomed_window_round_trips_through_the_address(store):
+    """`from=US&to=US`: the zoom store's time window is written (from 0, to a tenth of a
+    microsecond), the layout reads it and the first drawing of that run zooms to it; the
+    page's later drawings keep the zoom store's own window."""
+    zoom = {timeline.BARS_GRAPH: {"xaxis": [12.25, 340.0], "yaxis": [0, 2]}}
+    href = timeline.view_address(RUN, 4, zoom)
+    assert parse_qs(urlparse(href).query) == {"run": [RUN], "step": ["4"], "from": ["12.2"],
+                                              "to": ["340"]}
+    query = {key: values[0] for key, values in parse_qs(urlparse(href).query).items()}
+    page = timeline.layout(**query)
+    asked = _component(page, timeline.QUERY_STORE).data
+    assert asked["window"] == [12.2, 340.0]
+    assert _component(page, timeline.WINDOW_NOTICE_TEXT).children == ""
+    figure, _, drawn, kept = timeline.timeline_view(RUN, 4, None, None, asked)
+    assert list(figure.layout.xaxis.range) == [12.2, 340.0] and drawn == RUN
+    assert kept == {timeline.BARS_GRAPH: {"xaxis": [12.2, 340.0]}}
+    # Drawn already (another step, a poll): the zoom store's window, not the address's.
+    figure, *_ = timeline.timeline_view(RUN, 2, {timeline.BARS_GRAPH: {"xaxis": [1, 5]}}, RUN,
+                                        asked)
+    assert list(figure.layout.xaxis.range) == [1, 5]
+    # The address of another run: its window is not this run's.
+    figure, _, _, kept = timeline.timeline_view(RUN, 4, None, None, {**asked, "run": "x"})
+    assert figure.layout.xaxis.autorange is not False and kept is None
+    # Dragged to before the step began: from 0. Unzoomed, or not a window: none written.
+    assert "from=0&to=50" in timeline.view_address(RUN, 4, {
+        timeline.BARS_GRAPH: {"xaxis": [-20.0, 50.0]}})
+    for junk in (None, {}, {timeline.BARS_GRAPH: {"xaxis": [-20.0, -5.0]}},
+                 {timeline.BARS_GRAPH: {"xaxis": ["a", "b"]}},
+                 {timeline.BARS_GRAPH: {"xaxis": [float("nan"), 5]}},
+                 {"other-graph": {"xaxis": [1, 2]}}):
+        assert timeline.view_address(RUN, 4, junk) == f"/timeline?run={RUN}&step=4"
+
+
+@pytest.mark.parametrize(("start", "end", "told"), [
+    ("nan", "5", "The window's start (from, in microseconds) must be a number, got 'nan'"),
+    ("0", "inf", "The window's end (to, in microseconds) must be a number, got 'inf'"),
+    ("0", "1e400", "The window's end (to, in microseconds) must be a finite number from 0, "
+                   "got '1e400'"),
+    ("-5", "10", "The window's start (from, in microseconds) must be a finite number from 0, "
+                 "got '-5'"),
+    ("x" * 10_000, "10", "The window's start (from, in microseconds) must be a number, got "
+                         "'xxxx"),
+    ("10", None, "The time window needs both from and to"),
+    ("10", "10", "The time window's end (to=10) must be after its start (from=10)"),
+    (["1", "2"], "10", None),
+])
+def test_a_bad_window_in_the_address_is_told_and_the_whole_step_shown(store, start, end,
+                                                                       told):
+    page = timeline.layout(run=RUN, **{"from": start, "to": end})
+    notice = _component(page, timeline.WINDOW_NOTICE_TEXT).children
+    window = _component(page, timeline.QUERY_STORE).data["window"]
+    if told is None:                           # a repeated parameter: its first value
+        assert (notice, window) == ("", [1.0, 10.0])
+        return
+    assert notice.startswith(told) and notice.endswith("; showing the whole step.")
+    assert len(notice) < 200 and window is None
+    figure, *_ = timeline.timeline_view(RUN, 4, None, None, {"run": RUN, "window": [
+        start, end]})
+    assert figure.layout.xaxis.autorange is not False

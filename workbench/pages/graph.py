@@ -1,11 +1,12 @@
-"""Graph page (`/graph?run=NAME&step=N&node=NODE&color=MODE&partition=1&open=SCOPE,SCOPE`):
-the recorded graph drawn with
+"""Graph page (`/graph?run=NAME&step=N&node=NODE&color=MODE&partition=1&open=SCOPE,SCOPE
+&search=REGEX`): the recorded graph drawn with
 dash-cytoscape as TensorBoard draws it (expanded scopes and series as boxes, collapsed ones
 as counted nodes, edges routed around boxes, all laid out on the server and sent with the
 page), coloured by device, op type or a step's time or bytes, a partition view by device
 with labelled Send/Recv cuts, regex search, an inspector for the selected node, and SVG/PNG
-export. The run, step, selected node, colour, partition view and open scopes are kept in the
-address as they change, so a reload or a copied address shows the same view."""
+export. The run, step, selected node, colour, partition view, open scopes and the search last
+run are kept in the address as they change, so a reload or a copied address shows the same
+view."""
 
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ from viz.graph_svg import graph_svg
 from viz.hierarchy import OP, expand_level_within, reveal, search
 from viz.inspector import group_details, node_stats, op_details, step_details
 from workbench import data
-from workbench.inputs import MAX_TEXT, BadInput, clipped, scope_list, text
+from workbench.inputs import MAX_TEXT, BadInput, clipped, optional_text, scope_list, text
 from workbench.pages.common import (
     address,
     address_stores,
@@ -63,6 +64,7 @@ PARTITION_CHECK = "graph-partition-checklist"
 SEARCH_INPUT = "graph-search-input"
 SEARCH_BUTTON = "graph-search-button"
 SEARCH_TEXT = "graph-search-text"
+SEARCH_STORE = "graph-search-store"    # the search last run, for the address
 EXPORT_TEXT = "graph-export-text"
 QUERY_STORE = "graph-query-store"
 EXPANDED_STORE = "graph-expanded-store"
@@ -105,7 +107,8 @@ def initial_view(query: dict) -> dict:
     return {"runs": run_options_, "run": run, "notice": " ".join(
                 part for part in (notice, asked) if part),
             "steps": step_options, "step": step, "expanded": expanded, "selected": selected,
-            "search": told, "color": mode, "partition": partition, "elements": elements,
+            "search": told, "pattern": address_search(query), "color": mode,
+            "partition": partition, "elements": elements,
             "legend": legend, "message": shown, "message_style": shown_style,
             "summary": summary, "layout": drawn, "inspector": inspect(run, selected, step)}
 
@@ -133,11 +136,19 @@ def warm(limit: int = 3) -> None:
         initial_view({"run": name, "step": None, "node": None})
 
 
+def address_search(query) -> str:
+    """The address's search (`search=REGEX`) as the search box takes it ("" when none or
+    not text)."""
+    value = address_value(query.get("search")) if isinstance(query, dict) else None
+    return value if value is not None and len(value) <= MAX_TEXT else ""
+
+
 def layout(run: str | None = None, step: str | None = None, node: str | None = None,
            color: str | None = None, partition: str | None = None,
-           open: str | None = None, **_query) -> html.Div:  # noqa: A002 -- the address's name
+           open: str | None = None, search: str | None = None,  # noqa: A002 -- its address name
+           **_query) -> html.Div:
     query = {"run": run, "step": step, "node": node, "color": color, "partition": partition,
-             "open": open}
+             "open": open, "search": search}
     first = initial_view(query)
     return html.Div([
         page_header("Graph", "Data flows down. Boxes are open scopes and series; a node "
@@ -146,6 +157,7 @@ def layout(run: str | None = None, step: str | None = None, node: str | None = N
         dcc.Store(id=QUERY_STORE, data=query),
         dcc.Store(id=EXPANDED_STORE, data=first["expanded"]),
         dcc.Store(id=SELECTED_STORE, data=first["selected"]),
+        dcc.Store(id=SEARCH_STORE, data=first["pattern"]),
         *address_stores("graph"),
         dcc.Download(id=SVG_DOWNLOAD),
         html.Div(className="controls graph-controls", children=[
@@ -162,7 +174,8 @@ def layout(run: str | None = None, step: str | None = None, node: str | None = N
                           options=[{"label": " Partition view", "value": PARTITION}]),
             html.Div(className="search", children=[
                 dcc.Input(id=SEARCH_INPUT, type="text", placeholder="search nodes (regex)",
-                          debounce=True, maxLength=MAX_TEXT, className="search-input"),
+                          value=first["pattern"], debounce=True, maxLength=MAX_TEXT,
+                          className="search-input"),
                 html.Button("Find", id=SEARCH_BUTTON, className="button")]),
             html.Button("Collapse all", id=COLLAPSE_BUTTON, className="button"),
             html.Button("Expand a level", id=EXPAND_BUTTON, className="button"),
@@ -198,12 +211,13 @@ def layout(run: str | None = None, step: str | None = None, node: str | None = N
 
 
 def _query(query) -> dict:
-    """The address's run, step, node and open scopes (a plain run name counts as {run})."""
+    """The address's run, step, node, open scopes and search (a plain run name counts as
+    {run})."""
     if isinstance(query, str) or query is None:
-        return {"run": query, "step": None, "node": None, "open": None}
+        return {"run": query, "step": None, "node": None, "open": None, "search": None}
     if not isinstance(query, dict):
         raise BadInput(f"the page address must be a mapping, got {clipped(query)}")
-    found = {key: address_value(query.get(key)) for key in ("run", "step", "node")}
+    found = {key: address_value(query.get(key)) for key in ("run", "step", "node", "search")}
     return {**found, "open": query.get("open")}
 
 
@@ -344,7 +358,8 @@ def next_state(trigger: str | None, run: str | None, tap, pattern, current, sele
 
 def _first_view(run: str, query) -> tuple[list[str], str, str]:
     """The address's view of the run: its open scopes (`open`; absent: the default view)
-    with its node revealed and selected; another run's address opens the default view."""
+    with its node revealed and selected, else its search's first match (`search`, as the
+    search box finds it); another run's address opens the default view."""
     tree = data.hierarchy(run)
     expanded = data.graph_first_view(run)
     asked = _query(query)
@@ -353,6 +368,10 @@ def _first_view(run: str, query) -> tuple[list[str], str, str]:
         return sorted(expanded), "", ""
     if asked["open"] is not None:
         expanded = frozenset(address_values(asked["open"], tree.groups)) & tree.groups.keys()
+    if not node and asked["search"]:
+        pattern = text(asked["search"], "the search in the address")
+        opened, chosen, told = _found(run, expanded, pattern)
+        return opened, "" if chosen is no_update else chosen, told
     if not node:
         return sorted(expanded), "", ""
     node = text(node, "the node in the address")
@@ -373,11 +392,23 @@ def update_state(run, _collapse, _expand, tap, _search, _submit, mode, step, par
     colour mode, step and partition view redraw the current state; anything else moves
     it (next_state). The run first: Dash calls this once when a new run changes the step.
     A poll (the live store) moves it only when the graph changed; the user's trigger, woken
-    with it, comes first."""
+    with it, comes first. Last, the search store: the search just run, "" for another run
+    (the address's search was of the run before)."""
     woken = [prop.rpartition(".")[0] for prop in dash.ctx.triggered_prop_ids]
     movers = [ident for ident in woken if ident not in REDRAWS]
     trigger = RUN_DROPDOWN if RUN_DROPDOWN in movers else next(
         (ident for ident in movers if ident != LIVE["store"]), movers[0] if movers else None)
+    state = _moved(trigger, woken, run, tap, mode, step, partition, pattern, current, selected,
+                   query, live)
+    if trigger in (SEARCH_BUTTON, SEARCH_INPUT):
+        searched = pattern if isinstance(pattern, str) and len(pattern) <= MAX_TEXT else ""
+    else:
+        searched = "" if trigger == RUN_DROPDOWN else no_update
+    return (*state, searched)
+
+
+def _moved(trigger, woken, run, tap, mode, step, partition, pattern, current, selected, query,
+           live) -> tuple:
     if trigger is None or (trigger == LIVE["store"] and "graph" not in live_changed(live)):
         return _redrawn(run, current, mode, step, partition, selected,
                         frozenset(woken) & REDRAWS)
@@ -533,10 +564,11 @@ def inspect(run: str | None, selected, step):
 
 
 @answers(lambda _problem: no_update)
-def view_address(run, step, selected, mode, partition, expanded) -> str:
+def view_address(run, step, selected, mode, partition, expanded, searched=None) -> str:
     """The address of the current view, as the layout reads it back: the run, the step when
     one is chosen, the selected node (by name), a colour other than the default, the
-    partition view, and the open scopes when they are not the run's default view."""
+    partition view, the open scopes when they are not the run's default view, and the
+    search last run."""
     if not run:
         return PATH
     run = data.check_name(run)
@@ -544,7 +576,8 @@ def view_address(run, step, selected, mode, partition, expanded) -> str:
     mode = text(mode, "the colour mode") or DEFAULT_COLOR_MODE
     query = {"run": run, "step": step, "node": None,
              "color": None if mode == DEFAULT_COLOR_MODE else mode,
-             "partition": "1" if _partition(partition) else None, "open": None}
+             "partition": "1" if _partition(partition) else None, "open": None,
+             "search": optional_text(searched, "the search")}
     if data.graph(run) is None:
         return address(PATH, query)
     tree = data.hierarchy(run)
@@ -595,7 +628,7 @@ def register_callbacks(app: dash.Dash) -> None:
                  Output(SEARCH_TEXT, "children"), Output(CYTO, "elements"),
                  Output(LEGEND_DIV, "children"), Output(DAG_MESSAGE, "children"),
                  Output(DAG_MESSAGE, "style"), Output(SUMMARY_TEXT, "children"),
-                 Output(CYTO, "layout"),
+                 Output(CYTO, "layout"), Output(SEARCH_STORE, "data"),
                  Input(RUN_DROPDOWN, "value"), Input(COLLAPSE_BUTTON, "n_clicks"),
                  Input(EXPAND_BUTTON, "n_clicks"), Input(CYTO, "tapNodeData"),
                  Input(SEARCH_BUTTON, "n_clicks"), Input(SEARCH_INPUT, "n_submit"),
@@ -616,5 +649,5 @@ def register_callbacks(app: dash.Dash) -> None:
     register_address(app, "graph", PATH, view_address, Input(RUN_DROPDOWN, "value"),
                      Input(STEP_DROPDOWN, "value"), Input(SELECTED_STORE, "data"),
                      Input(COLOR_DROPDOWN, "value"), Input(PARTITION_CHECK, "value"),
-                     Input(EXPANDED_STORE, "data"))
+                     Input(EXPANDED_STORE, "data"), Input(SEARCH_STORE, "data"))
     register_live(app, "graph", (RUN_DROPDOWN,), LIVE_PARTS)

@@ -1,11 +1,12 @@
-"""Quantization page (`/quantization?run=NAME&comparison=C&node=N`): the cost table (accuracy,
+"""Quantization page (`/quantization?run=NAME&comparison=C&node=N&open=SCOPE,SCOPE`): the cost
+table (accuracy,
 file size, speed of each quantized form against float), then the original and quantized graphs
 side by side, drawn as the Graph page draws graphs (a collapsed scope or series is one node
 with its size; a click opens or closes it in both graphs), painted by SQNR (a collapsed scope
 by its worst member's) with the flagged node (or the scope holding it) marked, one selection
 for both; the selected node's two output histograms, its error histogram and its metrics
 below. While the run is being written the page follows it (the shared live poll). The run,
-the comparison and the selected node are kept in the address."""
+the comparison, the selected node and the open scopes are kept in the address."""
 
 from __future__ import annotations
 
@@ -40,6 +41,7 @@ from workbench.pages.common import (
     address,
     address_stores,
     address_value,
+    address_values,
     answers,
     labelled,
     live_changed,
@@ -100,14 +102,15 @@ def _panel(side: str) -> html.Div:
 
 
 def layout(run: str | None = None, comparison: str | None = None, node: str | None = None,
-           **_query) -> html.Div:
+           open: str | None = None, **_query) -> html.Div:  # noqa: A002 -- the address's name
     """The graphs keep a fixed place (cytoscape keeps where its canvas was): the cost table
     above them has a bounded height, the details load below."""
     return html.Div([
         page_header("Quantization", "What quantizing cost and gained, and node by node where "
                                     "the quantized graph departs from the original (SQNR: "
                                     "signal over noise power). Click a node in either graph."),
-        dcc.Store(id=QUERY_STORE, data={"run": run, "comparison": comparison, "node": node}),
+        dcc.Store(id=QUERY_STORE, data={"run": run, "comparison": comparison, "node": node,
+                                         "open": open}),
         dcc.Store(id=SELECTED_STORE, data=""), *address_stores("quantization"),
         dcc.Store(id=EXPANDED_STORE),
         html.Div(className="controls", children=[
@@ -302,12 +305,33 @@ def _drawing(run: str, record, side: str, expanded) -> tuple[list[dict], str] | 
     return data.quantization_drawing(run, record.seq, side, view.expanded, painted)
 
 
+def _groups(run: str, record) -> frozenset[str]:
+    """The scopes and series of both graphs."""
+    trees = [data.version_hierarchy(run, _version(record, side)) for side in SIDES]
+    return frozenset().union(*(tree.groups.keys() for tree in trees if tree))
+
+
+def _address_open(run: str, query, known: frozenset[str]) -> frozenset[str] | None:
+    """The groups of `known` the address opens (`open=a,b`; `open=`: none) when it names this
+    run (or none); None when it says nothing."""
+    if not isinstance(query, dict) or query.get("open") is None:
+        return None
+    asked, _node = _asked(query)
+    opened = query["open"]
+    if asked not in (None, run):
+        return None
+    if not isinstance(opened, (str, list)):
+        raise BadInput(f"the open scopes in the address must be text, got {clipped(opened)}")
+    return frozenset(address_values(opened, known)) & known
+
+
 @answers(lambda _problem: no_update)
-def expansion(trigger, tap_original, tap_quantized, run, comparison, current) -> list[str]:
+def expansion(trigger, tap_original, tap_quantized, run, comparison, current, query=None
+              ) -> list[str]:
     """The open groups of both graphs (a scope or series open in one is open in the other
-    where it has it): a new run or comparison opens both graphs' first views; a tap on a
-    collapsed scope or series opens it, on an open one's box closes it; a tap on an op
-    changes nothing here."""
+    where it has it): a new run or comparison opens the address's groups (`query`'s `open`)
+    when it names this run, else both graphs' first views; a tap on a collapsed scope or
+    series opens it, on an open one's box closes it; a tap on an op changes nothing here."""
     found, _problem = _comparison(run, comparison)
     if found is None:
         return []
@@ -315,21 +339,22 @@ def expansion(trigger, tap_original, tap_quantized, run, comparison, current) ->
     trees = {side: data.version_hierarchy(run, _version(record, side)) for side in SIDES}
     taps = {ids(ORIGINAL)["cytoscape"]: (ORIGINAL, tap_original),
             ids(QUANTIZED)["cytoscape"]: (QUANTIZED, tap_quantized)}
+    known = _groups(run, record)
     if not (isinstance(trigger, str) and trigger in taps):
-        return sorted(_opened(run, record, None))
+        asked = _address_open(run, query, known)
+        return sorted(_opened(run, record, None) if asked is None else asked)
     side, tap = taps[trigger]
     target, tree = graph_page.tapped(tap), trees[side]
     if target is None or tree is None or target[0] not in tree.groups or (
             tree.groups[target[0]].kind == OP):
         return no_update
-    known = frozenset().union(*(tree.groups.keys() for tree in trees.values() if tree))
     current = frozenset(scope_list(current) or ()) & known
     return sorted(current ^ {target[0]})
 
 
-def update_expansion(tap_original, tap_quantized, run, comparison, current):
+def update_expansion(tap_original, tap_quantized, run, comparison, current, query):
     return expansion(dash.ctx.triggered_id, tap_original, tap_quantized, run, comparison,
-                     current)
+                     current, query)
 
 
 def _compared(record, name) -> str | None:
@@ -416,11 +441,20 @@ def _comparison_input(run, current, shown, query, live_state):
 
 
 @answers(lambda _problem: no_update)
-def view_address(run, comparison, selected) -> str:
-    """The address of the run, comparison and selected node shown, as the page reads it."""
-    return address(PATH, {"run": data.check_name(run) if run else None,
-                          "comparison": optional_text(comparison, "the comparison"),
-                          "node": optional_text(selected, "the selected node")})
+def view_address(run, comparison, selected, expanded=None) -> str:
+    """The address of the run, comparison, selected node and open groups shown, as the page
+    reads it: the open groups only when they are not both graphs' first views (`open=`
+    with nothing after it: all closed)."""
+    run = data.check_name(run) if run else None
+    query = {"run": run, "comparison": optional_text(comparison, "the comparison"),
+             "node": optional_text(selected, "the selected node"), "open": None}
+    found = _comparison(run, query["comparison"])[0] if run and expanded is not None else None
+    if found is not None:
+        record = found[1]
+        opened = sorted(frozenset(scope_list(expanded) or ()) & _groups(run, record))
+        if opened != sorted(_opened(run, record, None)):
+            query["open"] = opened or ""
+    return address(PATH, query)
 
 
 def register_callbacks(app: dash.Dash) -> None:
@@ -443,7 +477,7 @@ def register_callbacks(app: dash.Dash) -> None:
                  Input(ids(ORIGINAL)["cytoscape"], "tapNodeData"),
                  Input(ids(QUANTIZED)["cytoscape"], "tapNodeData"),
                  Input(RUN_DROPDOWN, "value"), Input(COMPARISON_DROPDOWN, "value"),
-                 State(EXPANDED_STORE, "data"))(update_expansion)
+                 State(EXPANDED_STORE, "data"), State(QUERY_STORE, "data"))(update_expansion)
     app.callback(Output(DETAILS_DIV, "children"), Input(RUN_DROPDOWN, "value"),
                  Input(COMPARISON_DROPDOWN, "value"), Input(SELECTED_STORE, "data"))(details)
     for side in SIDES:
@@ -460,7 +494,8 @@ def register_callbacks(app: dash.Dash) -> None:
             lambda selected, expanded, run, comparison, side=side: _guarded_style(
                 selected, side, run, comparison, expanded))
     register_address(app, "quantization", PATH, view_address, Input(RUN_DROPDOWN, "value"),
-                     Input(COMPARISON_DROPDOWN, "value"), Input(SELECTED_STORE, "data"))
+                     Input(COMPARISON_DROPDOWN, "value"), Input(SELECTED_STORE, "data"),
+                     Input(EXPANDED_STORE, "data"))
     register_live(app, "quantization", (RUN_DROPDOWN,), LIVE_PARTS)
 
 

@@ -1,10 +1,10 @@
-"""Replay page (`/replay?run=NAME&step=N&t=US&open=SCOPE,SCOPE`): scrub or play through a run's
-recorded steps. The loss curve grows, the placement log and alerts in force follow, and on a
-traced step the graph's nodes light up in execution order while a playhead moves through the
-step, Send/Recv transfers highlighted on their edges while in flight. Scopes open and close
-on a click as on the Graph page (its expansion handling), and the open ones stay in the
-address. Play, speed, keys and the address are
-handled in the browser (assets/replay.js); the server answers what a (step, time) shows."""
+"""Replay page (`/replay?run=NAME&step=N&t=US&open=SCOPE,SCOPE&speed=N`): scrub or play
+through a run's recorded steps. The loss curve grows, the placement log and alerts in force
+follow, and on a traced step the graph's nodes light up in execution order while a playhead
+moves through the step, Send/Recv transfers highlighted on their edges while in flight.
+Scopes open and close on a click as on the Graph page (its expansion handling), and the open
+ones stay in the address, as does the speed. Play, speed, keys and the address are handled
+in the browser (assets/replay.js); the server answers what a (step, time) shows."""
 
 from __future__ import annotations
 
@@ -26,7 +26,14 @@ from viz.graph_elements import (
 from viz.hierarchy import OP
 from viz.message import message_figure
 from workbench import data
-from workbench.inputs import MAX_TEXT, BadInput, clipped, scope_list, step_number
+from workbench.inputs import (
+    MAX_TEXT,
+    BadInput,
+    clipped,
+    finite_number,
+    scope_list,
+    step_number,
+)
 from workbench.pages import graph as graph_page
 from workbench.pages.common import (
     address_value,
@@ -65,6 +72,8 @@ RUN_DROPDOWN = "replay-run-dropdown"
 LIVE = live_ids("replay")
 LIVE_PARTS = ("steps", "traced", "alerts")
 SPEED_DROPDOWN = "replay-speed-dropdown"
+SPEED_NOTICE_TEXT = "replay-speed-notice-text"
+SPEED_URL_STORE = "replay-speed-url-store"
 PLAY_INTERVAL = "replay-play-interval"
 PLAY_BUTTON = "replay-play-button"
 FIRST_BUTTON = "replay-first-button"
@@ -87,6 +96,8 @@ ALERTS_DIV = "replay-alerts-div"
 INSPECTOR_DIV = "replay-inspector-div"
 
 SPEEDS = (0.5, 1, 2, 4, 8)     # steps per tick
+DEFAULT_SPEED = 1
+_SPEEDS_SAID = ", ".join(f"{speed:g}" for speed in SPEEDS)
 TICK_MS = 250
 TICKS_PER_TRACED_STEP = 20     # at 1x the playhead crosses a traced step in 5 s
 SPANS_READ = 200               # up to this many traced steps, the playhead spans the ops only
@@ -98,7 +109,9 @@ _HIDDEN = {"display": "none"}
 
 
 def layout(run: str | None = None, step: str | None = None, t: str | None = None,
-           open: str | None = None, **_query) -> html.Div:  # noqa: A002 -- the address's name
+           open: str | None = None, speed: str | None = None,  # noqa: A002 -- its address name
+           **_query) -> html.Div:
+    speed_value, speed_told = speed_choice(speed)
     return html.Div([
         page_header("Replay", "Scrub or play through the run's steps. On a traced step the "
                               "graph lights up in execution order: grey not yet, yellow "
@@ -108,7 +121,7 @@ def layout(run: str | None = None, step: str | None = None, t: str | None = None
         dcc.Store(id=BOUNDS_STORE), dcc.Store(id=POSITION_STORE), dcc.Store(id=STEP_STORE),
         dcc.Store(id=PLAYING_STORE, data=False), dcc.Store(id=URL_STORE),
         dcc.Store(id=NEAREST_STORE), dcc.Store(id=EXPANDED_STORE), dcc.Store(id=OPEN_STORE),
-        dcc.Store(id=OPEN_URL_STORE),
+        dcc.Store(id=OPEN_URL_STORE), dcc.Store(id=SPEED_URL_STORE),
         dcc.Interval(id=PLAY_INTERVAL, interval=TICK_MS, disabled=True),
         html.Div(className="controls replay-controls", children=[
             labelled("Run", dcc.Dropdown(id=RUN_DROPDOWN, clearable=False)),
@@ -122,10 +135,11 @@ def layout(run: str | None = None, step: str | None = None, t: str | None = None
             html.Button("Collapse all", id=COLLAPSE_BUTTON, className="button"),
             html.Button("Expand a level", id=EXPAND_BUTTON, className="button"),
             labelled("Speed", dcc.Dropdown(
-                id=SPEED_DROPDOWN, clearable=False, value=1, searchable=False,
+                id=SPEED_DROPDOWN, clearable=False, value=speed_value, searchable=False,
                 options=[{"label": f"{speed:g}x", "value": speed} for speed in SPEEDS])),
         ]),
         html.P(id=NOTICE_TEXT, className="message notice"),
+        html.P(speed_told, id=SPEED_NOTICE_TEXT, className="message notice"),
         live_follow("replay"),
         html.P(id=STEP_NOTICE_TEXT, className="message notice"),
         html.Div(className="replay-sliders", children=[
@@ -169,17 +183,27 @@ def _query(query: Any) -> dict:
 
 def _playhead(value: Any, what: str = "the time in the step") -> float | None:
     """A playhead time in microseconds (None: the end of the step)."""
-    if value is None or value == "":
-        return None
-    if isinstance(value, str) and len(value) <= 20:
-        try:
-            value = float(value)
-        except ValueError:
-            pass
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
-            0 <= value < float("inf")):
-        raise BadInput(f"{what} must be microseconds from 0, got {clipped(value)}")
-    return float(value)
+    try:
+        return finite_number(value, what, 0)
+    except BadInput:
+        raise BadInput(f"{what} must be microseconds from 0, got {clipped(value)}") from None
+
+
+def speed_choice(value: Any) -> tuple[float, str]:
+    """(the speed to play at, a notice): the address's `speed` when it is one of SPEEDS,
+    else 1x, and the notice says why."""
+    try:
+        speed = finite_number(address_value(value) if isinstance(value, list) else value,
+                              "the speed in the address", 0)
+    except BadInput as exc:
+        told = str(exc)
+    else:
+        if speed is None:
+            return DEFAULT_SPEED, ""
+        if speed in SPEEDS:
+            return speed, ""
+        told = f"the speed in the address must be one of {_SPEEDS_SAID}, got {clipped(value)}"
+    return DEFAULT_SPEED, f"{told[:1].upper()}{told[1:]}; playing at {DEFAULT_SPEED:g}x."
 
 
 def _position(position: Any) -> tuple[int | None, float | None]:
@@ -598,6 +622,9 @@ def _register_browser_side(app: dash.Dash) -> None:
     app.clientside_callback(
         ClientsideFunction("replay", "opened"), Output(OPEN_URL_STORE, "data"),
         Input(OPEN_STORE, "data"), prevent_initial_call=True)
+    app.clientside_callback(
+        ClientsideFunction("replay", "speed"), Output(SPEED_URL_STORE, "data"),
+        Input(SPEED_DROPDOWN, "value"))
     app.clientside_callback(
         ClientsideFunction("replay", "play"),
         Output(PLAYING_STORE, "data"), Output(PLAY_INTERVAL, "disabled"),

@@ -1,7 +1,8 @@
-"""Timeline page (`/timeline?run=NAME&step=N`): a traced step's op executions as bars, one
-lane per device, transfers as arrows between lanes; a click on a bar opens that node on the
-Graph page, and the step downloads as Chrome trace JSON (Perfetto, chrome://tracing). The run
-and step chosen are kept in the address."""
+"""Timeline page (`/timeline?run=NAME&step=N&from=US&to=US`): a traced step's op executions
+as bars, one lane per device, transfers as arrows between lanes; a click on a bar opens that
+node on the Graph page, and the step downloads as Chrome trace JSON (Perfetto,
+chrome://tracing). The run, the step and the zoomed time window (microseconds since the step
+began) are kept in the address."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from dash import Input, Output, State, dcc, html, no_update
 from viz.message import message_figure
 from viz.timeline import OP, chrome_trace, timeline_figure, timeline_summary
 from workbench import data, live
-from workbench.inputs import MAX_TEXT, step_number
+from workbench.inputs import MAX_TEXT, BadInput, finite_number, step_number
 from workbench.pages.common import (
     address,
     address_stores,
@@ -54,17 +55,25 @@ NOTICE_TEXT = "timeline-notice-text"
 STEP_NOTICE_TEXT = "timeline-step-notice-text"
 NAV_LOCATION = "timeline-nav-location"
 NAV_TEXT = "timeline-nav-text"
+WINDOW_NOTICE_TEXT = "timeline-window-notice-text"
 LIVE = live_ids("timeline")
 LIVE_PARTS = ("traced",)
 DRAWN_STORE = "timeline-drawn-store"   # the run the drawn figure is of
 
 
-def layout(run: str | None = None, step: str | None = None, **_query) -> html.Div:
+def layout(run: str | None = None, step: str | None = None, **query) -> html.Div:
+    try:
+        window, told = time_window(address_value(query.get("from")),
+                                   address_value(query.get("to"))), ""
+    except BadInput as exc:
+        window, told = None, f"{str(exc)[:1].upper()}{str(exc)[1:]}; showing the whole step."
     return html.Div([
         page_header("Timeline", "One traced step: each bar is an op execution on its device's "
                                 "lane, red arrows are Send/Recv transfers. Drag to zoom, "
                                 "click a bar to open its node in the graph."),
-        dcc.Store(id=QUERY_STORE, data={"run": run, "step": step}), dcc.Store(id=DRAWN_STORE),
+        dcc.Store(id=QUERY_STORE, data={"run": run, "step": step,
+                                         "window": None if window is None else list(window)}),
+        dcc.Store(id=DRAWN_STORE),
         *address_stores("timeline"),
         dcc.Location(id=NAV_LOCATION, refresh="callback-nav"),
         dcc.Download(id=DOWNLOAD),
@@ -77,6 +86,7 @@ def layout(run: str | None = None, step: str | None = None, **_query) -> html.Di
         html.P(id=NOTICE_TEXT, className="message notice"),
         live_follow("timeline"),
         html.P(id=STEP_NOTICE_TEXT, className="message notice"),
+        html.P(told, id=WINDOW_NOTICE_TEXT, className="message notice"),
         html.P(id=SUMMARY_TEXT, className="muted"),
         html.P(id=NAV_TEXT, className="message notice"),
         loading(BARS_LOADING, dcc.Graph(
@@ -84,6 +94,22 @@ def layout(run: str | None = None, step: str | None = None, **_query) -> html.Di
             config={"scrollZoom": True, "displaylogo": False,
                     "modeBarButtonsToRemove": ["lasso2d", "select2d"]})),
     ])
+
+
+def time_window(start: Any, end: Any) -> tuple[float, float] | None:
+    """The zoomed time window (`from`, `to`: microseconds since the step began), checked:
+    both or neither, finite, from 0, the end after the start; None when neither is given."""
+    low = finite_number(start, "the window's start (from, in microseconds)", 0)
+    high = finite_number(end, "the window's end (to, in microseconds)", 0)
+    if low is None and high is None:
+        return None
+    if low is None or high is None:
+        raise BadInput("the time window needs both from and to (microseconds since the step "
+                       "began)")
+    if high <= low:
+        raise BadInput(f"the time window's end (to={high:g}) must be after its start "
+                       f"(from={low:g})")
+    return low, high
 
 
 def _query(query: Any) -> dict:
@@ -142,18 +168,40 @@ def _view_problem(problem: str) -> tuple:
 
 
 @answers(_view_problem)
-def timeline_view(run: str | None, step: Any, zoom: Any = None, drawn: Any = None) -> tuple:
+def timeline_view(run: str | None, step: Any, zoom: Any = None, drawn: Any = None,
+                  query: Any = None) -> tuple:
     """(the figure, its summary line, the run drawn, the zoom store) for a run's traced step.
     Another step of the run `drawn` (the user's, or a poll following the newest traced step)
     keeps the user's zoom (`zoom`, the page's zoom store): the time axis is the same; another
-    run starts unzoomed and forgets it."""
+    run starts unzoomed and forgets it, except on the first drawing (nothing `drawn`), which
+    zooms to the address's time window (`query`) when the address names this run or none."""
     found = _timeline(run, step)
     if isinstance(found, str):
         return message_figure(found), "", None, None
     run, figure, summary = found
+    if drawn is None:
+        window = _address_window(run, query)
+        if window is not None:
+            zoom = {BARS_GRAPH: {"xaxis": window}}
+            return live.kept_zoom(figure, zoom[BARS_GRAPH]), summary, run, zoom
     if drawn != run:
         return figure, summary, run, None
     return live.kept_zoom(figure, zoom_of(zoom, BARS_GRAPH)), summary, run, no_update
+
+
+def _address_window(run: str, query: Any) -> list[float] | None:
+    """The time window the layout read from the address (checked again: a request can carry
+    anything), when the address names this run or none."""
+    query = query if isinstance(query, dict) else {}
+    window = query.get("window")
+    if _query(query).get("run") not in (None, run) or not isinstance(window, list) or len(
+            window) != 2:
+        return None
+    try:
+        found = time_window(*window)
+    except BadInput:
+        return None
+    return None if found is None else list(found)
 
 
 def _timeline(run: str | None, step: Any) -> tuple | str:
@@ -219,10 +267,23 @@ def open_in_graph(click: Any, run: str | None, step: Any) -> tuple[Any, str]:
 
 
 @answers(lambda _problem: no_update)
-def view_address(run: Any, step: Any) -> str:
-    """The address of the shown run and traced step, as run_choice and step_choice read it."""
+def view_address(run: Any, step: Any, zoom: Any = None) -> str:
+    """The address of the shown run, traced step and zoomed time window (the page's zoom
+    store), as the layout, run_choice and step_choice read it. A window dragged to before
+    the step began starts at 0; a zoom that is not a window of the time axis is left out."""
+    window = live.zoomed_axes(zoom_of(zoom, BARS_GRAPH)).get("xaxis")
+    try:
+        window = time_window(max(float(window[0]), 0.0), window[1]) if window else None
+    except (BadInput, TypeError, ValueError):
+        window = None
+    low, high = (None, None) if window is None else (_us(window[0]), _us(window[1]))
     return address(PATH, {"run": data.check_name(run) if run else None,
-                          "step": step_number(step)})
+                          "step": step_number(step), "from": low, "to": high})
+
+
+def _us(value: float) -> str:
+    """Microseconds as the address writes them: to a tenth, without an exponent."""
+    return f"{value:.1f}".removesuffix(".0")
 
 
 def register_callbacks(app: dash.Dash) -> None:
@@ -237,6 +298,7 @@ def register_callbacks(app: dash.Dash) -> None:
                  Output(DRAWN_STORE, "data"), Output(LIVE["zoom"], "data", allow_duplicate=True),
                  Input(RUN_DROPDOWN, "value"), Input(STEP_DROPDOWN, "value"),
                  State(LIVE["zoom"], "data"), State(DRAWN_STORE, "data"),
+                 State(QUERY_STORE, "data"),
                  prevent_initial_call="initial_duplicate")(timeline_view)
     keep_zooms(app, "timeline", BARS_GRAPH)
     app.callback(Output(DOWNLOAD, "data"), Output(DOWNLOAD_TEXT, "children"),
@@ -246,5 +308,5 @@ def register_callbacks(app: dash.Dash) -> None:
                  Input(BARS_GRAPH, "clickData"), State(RUN_DROPDOWN, "value"),
                  State(STEP_DROPDOWN, "value"), prevent_initial_call=True)(open_in_graph)
     register_address(app, "timeline", PATH, view_address, Input(RUN_DROPDOWN, "value"),
-                     Input(STEP_DROPDOWN, "value"))
+                     Input(STEP_DROPDOWN, "value"), Input(LIVE["zoom"], "data"))
     register_live(app, "timeline", (RUN_DROPDOWN,), LIVE_PARTS)
