@@ -48,6 +48,25 @@ def test_full_plotly_serves_dashs_own_bundle(tmp_path):
     assert answer.data == FULL.read_bytes()
 
 
+def test_the_vendored_bundle_is_the_plotly_js_version_plotly_ships():
+    assert plotly_js.shipped_version() == plotly_js.VERSION
+    assert plotly_js.BUNDLE.read_bytes()[:80].decode().splitlines()[1].endswith(
+        f" v{plotly_js.VERSION}")
+
+
+def test_another_plotly_keeps_the_full_bundle(tmp_path, monkeypatch, caplog):
+    # A plotly upgraded past the vendored bundle: its renderer may need its own plotly.js.
+    newer = tmp_path / "plotly.min.js"
+    newer.write_bytes(b"/**\n* plotly.js v9.0.0\n*/\n")
+    monkeypatch.setattr(plotly_js, "FULL", newer)
+    monkeypatch.setattr(plotly_js.shipped_version, "__defaults__", (newer,))
+    assert plotly_js.shipped_version() == "9.0.0"
+    client = create_app(tmp_path / "logs").server.test_client()
+    client.get("/")
+    assert client.get(ADDRESS).data == FULL.read_bytes()
+    assert "plotly.js 9.0.0, the vendored basic bundle is 4.1.1" in caplog.text
+
+
 def test_other_component_files_are_dashs(client):
     client.get("/")
     answer = client.get("/_dash-component-suites/dash/dcc/dash_core_components.v4_4_1m1.js")
