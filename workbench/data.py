@@ -8,7 +8,9 @@ as is."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
+import math
 import os
 import threading
 import time
@@ -35,12 +37,19 @@ from viz.hierarchy import Hierarchy, HierarchyView, build_hierarchy, hierarchy_v
 from viz.hierarchy import default_expansion as hierarchy_default_expansion
 from viz.scalars import (
     MAX_POINTS,
+    RELATIVE,
+    STEP,
+    WALL,
     Curve,
     block_sketch,
     downsample_indices,
     drawable_from_blocks,
     kept_curve,
+    series_span,
     sketch_curve,
+    smooth,
+    smoothing_carry,
+    wall_step_range,
 )
 from viz.timeline import StepTrace
 from workbench.cache import SingleFlightCache, estimated_bytes
@@ -356,6 +365,96 @@ def _curve_values(name: str, tag: str) -> tuple[np.ndarray, np.ndarray, np.ndarr
         except RunStoreError as exc:    # the same kind (a missing tag stays a key error)
             raise type(exc)(shown(str(exc))) from exc
     return _cache.get(key, read)
+
+
+def zoomed_curve(name: str, tag: str, smoothing: float, max_points: int, by: str,
+                 low: float, high: float) -> Curve:
+    """The tag's points in a zoomed x range, downsampled to `max_points` as curve() does the
+    whole series (extremes kept), with the points just outside so the line reaches the
+    plot's edges, and smoothed as part of the whole series. The range `by` steps, wall
+    time (seconds since the epoch) or relative time (seconds since the series' first
+    point). A run store reads the range alone (its blocks in the range, or its rows when
+    they are few) and the blocks before it for the smoothing; a series the whole view draws
+    at full resolution already comes back whole."""
+    if by not in (STEP, WALL, RELATIVE):
+        raise ValueError(f"a zoom goes by step, wall or relative, not {by!r}")
+    if not (math.isfinite(low) and math.isfinite(high)):
+        raise ValueError(f"a zoom's ends must be finite numbers, got {low!r}, {high!r}")
+    low, high = min(low, high), max(low, high)
+    whole = curve(name, tag, smoothing, max_points)
+    first_wall, last_wall = span = series_span(whole)
+    if by == RELATIVE:
+        by, low, high = WALL, first_wall + low, first_wall + high
+    if by == WALL and whole.wall_times is None:
+        by = STEP           # a series without wall times is drawn against its steps
+    found = _query_blocks(name, tag)
+    if found is None or not drawable_from_blocks(found, max_points):
+        return _zoomed_from_series(name, tag, smoothing, max_points, by, low, high, whole)
+    if by == WALL:
+        steps = wall_step_range(found, low, high)
+        if steps is None:
+            return _empty_curve(smoothing, span)
+        first, last = steps
+    else:
+        first, last = _step_bounds(low, high)
+    if first > last:
+        return _empty_curve(smoothing, span)
+    before, after = _query(name, "scalar_steps_around", tag, first, last)
+    first = first if before is None else before
+    last = last if after is None else after
+    inside = _query(name, "scalar_blocks", tag, first, last)
+    earlier = _query(name, "scalar_blocks", tag, None, first - 1) if before is not None else None
+    if inside is None or (before is not None and earlier is None):
+        return _zoomed_from_series(name, tag, smoothing, max_points, by, low, high, whole)
+    carry = smoothing_carry(earlier, smoothing)
+    if drawable_from_blocks(inside, max_points):
+        drawn = sketch_curve(block_sketch(inside, max_points), smoothing, carry)
+        return dataclasses.replace(drawn, series_walls=span)
+    steps, values, walls = _query(name, "scalar_range", tag, first, last)
+    return _kept_part(steps, values, walls, smoothing, max_points, carry, span)
+
+
+def _step_bounds(low: float, high: float) -> tuple[int, int]:
+    """The whole steps in [low, high], clamped to SQLite's integers."""
+    bound = float(2 ** 62)
+    return (int(math.ceil(min(max(low, -bound), bound))),
+            int(math.floor(min(max(high, -bound), bound))))
+
+
+def _empty_curve(smoothing: float, span: tuple[float, float]) -> Curve:
+    nothing = np.zeros(0)
+    return Curve(np.zeros(0, dtype=np.int64), nothing, nothing, smoothing, nothing, span)
+
+
+def _kept_part(steps, values, walls, smoothing, max_points, carry, span) -> Curve:
+    """A part of a series drawn as kept_curve draws a whole one, smoothed from `carry`."""
+    keep = downsample_indices(values, max_points)
+    smoothed = smooth(values, smoothing, carry)[keep] if smoothing > 0 else values[keep]
+    return Curve(np.asarray(steps)[keep], values[keep], smoothed, smoothing,
+                 None if walls is None else walls[keep], span)
+
+
+def _zoomed_from_series(name, tag, smoothing, max_points, by, low, high, whole) -> Curve:
+    """zoomed_curve from every point of the series (a TensorBoard run, a run written before
+    blocks, a short or disordered series): read once per run state, as the downloads are."""
+    steps, values, walls = scalar_series(name, tag)
+    if values.size <= max_points:
+        return whole
+    x = walls if by == WALL else steps
+    inside = np.flatnonzero((x >= low) & (x <= high))
+    span = series_span(whole)
+    if not inside.size:
+        return _empty_curve(smoothing, span)
+    start, stop = max(int(inside[0]) - 1, 0), min(int(inside[-1]) + 2, values.size)
+    head = values[:start]
+    finite = head[np.isfinite(head)]
+    carry = (0.0, 0)
+    if smoothing > 0 and finite.size:
+        # The running average before the part: the last smoothed value, biased back.
+        last = smooth(finite, smoothing)[-1]
+        carry = (float(last * (1.0 - smoothing ** finite.size)), int(finite.size))
+    return _kept_part(steps[start:stop], values[start:stop], walls[start:stop], smoothing,
+                      max_points, carry, span)
 
 
 class _ReadTurns:

@@ -283,6 +283,30 @@ class RunReader(RunFolderReader):
         found = ScalarBlocks(head, blocks[inside], tail)
         return found if found.count == count else None
 
+    def scalar_range(self, tag: str, first_step: int, last_step: int
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(steps, values, wall times) of the tag's points with steps in [first_step,
+        last_step], in step order: a range scan of the tag's index, no other row read (a
+        zoomed curve's points). RunReader only."""
+        low, high = max(int(first_step), _STEP_MIN), min(int(last_step), _STEP_MAX)
+        with self._connect() as conn:
+            tag_id = self._tag_id(conn, store.SCALAR, tag)
+            return _scalar_rows(conn, "step BETWEEN ? AND ?", (tag_id, low, high))
+
+    def scalar_steps_around(self, tag: str, first_step: int, last_step: int
+                            ) -> tuple[int | None, int | None]:
+        """The tag's last step below first_step and its first above last_step (None where
+        there is none): the neighbours a zoomed curve draws to, so its line reaches the
+        plot's edges. Two index probes. RunReader only."""
+        low, high = max(int(first_step), _STEP_MIN), min(int(last_step), _STEP_MAX)
+        with self._connect() as conn:
+            tag_id = self._tag_id(conn, store.SCALAR, tag)
+            (before,) = conn.execute("SELECT MAX(step) FROM scalars WHERE tag_id = ? AND "
+                                     "step < ?", (tag_id, low)).fetchone()
+            (after,) = conn.execute("SELECT MIN(step) FROM scalars WHERE tag_id = ? AND "
+                                    "step > ?", (tag_id, high)).fetchone()
+        return before, after
+
     def scalar_wall_times(self, tag: str) -> np.ndarray:
         with self._connect() as conn:
             tag_id = self._tag_id(conn, store.SCALAR, tag)
@@ -732,7 +756,7 @@ _QUERIES = ("info", "damage", "tags", "histogram_tags", "text_tags", "scalars",
 # And RunReader's own: the listing's steps (list_runs reads event-file runs otherwise) and
 # the curve reads (the workbench reads event-file runs' scalars with scalar_series).
 for _name in (*_QUERIES, "_listing", "_damage", "scalar_values", "scalar_points",
-              "scalar_blocks"):
+              "scalar_blocks", "scalar_range", "scalar_steps_around"):
     setattr(RunReader, _name, _damage_is_a_store_error(getattr(RunReader, _name)))
 _PRUNING_QUERIES = ("sensitivity_curves", "prune_stages", "compression")
 for _name in _PRUNING_QUERIES:
