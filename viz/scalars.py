@@ -271,15 +271,48 @@ def sketch_curve(sketch: Sketch, smoothing: float,
     return Curve(sketch.steps, raw, smoothed, smoothing, sketch.walls)
 
 
-def smoothing_carry(found: ScalarBlocks | None, weight: float) -> tuple[float, int]:
-    """(running average, finite points) of smoothing after these points (the ones before a
-    zoomed range), a block's points counted at its mean as sketch_curve counts them."""
-    if found is None or found.count == 0 or weight <= 0:
-        return 0.0, 0
+@dataclass(frozen=True, eq=False)
+class UnitStates:
+    """The smoothing's state after each unit (raw point or block, a block's points at its
+    mean as sketch_curve counts them) of a whole series, to carry into a zoomed part."""
+    last_steps: np.ndarray
+    averages: np.ndarray
+    finite: np.ndarray
+
+
+def unit_states(found: ScalarBlocks, weight: float) -> UnitStates:
     units = np.concatenate([_point_units(found.head), np.asarray(found.blocks, np.float64),
                             _point_units(found.tail)])
-    average = _unit_averages(units[:, BLOCK["finite"]], units[:, BLOCK["sum"]], weight)[1]
-    return average, int(units[:, BLOCK["finite"]].sum())
+    finite = units[:, BLOCK["finite"]]
+    if weight <= 0:
+        averages = np.zeros(finite.size)
+    else:
+        before, last = _unit_averages(finite, units[:, BLOCK["sum"]], weight)
+        averages = np.append(before[1:], last)
+    return UnitStates(units[:, BLOCK["last_step"]].astype(np.int64), averages,
+                      np.cumsum(finite).astype(np.int64))
+
+
+def smoothing_carry(states: UnitStates, first_step: int
+                    ) -> tuple[tuple[float, int], int | None]:
+    """The smoothing's state after the units that end before `first_step` (the series is
+    in step order, so they are the first ones): ((running average, finite points), the
+    last step they reach, None when there are none)."""
+    count = int(np.searchsorted(states.last_steps, first_step, side="left"))
+    if count == 0:
+        return (0.0, 0), None
+    return ((float(states.averages[count - 1]), int(states.finite[count - 1])),
+            int(states.last_steps[count - 1]))
+
+
+def carried(carry: tuple[float, int], values: np.ndarray, weight: float) -> tuple[float, int]:
+    """The smoothing's state `carry` after these raw points too."""
+    finite = np.asarray(values, dtype=np.float64)
+    finite = finite[np.isfinite(finite)]
+    if not finite.size or weight <= 0:
+        return carry[0], carry[1] + int(finite.size)
+    average = float(_ema(finite, weight)[-1] + carry[0] * weight ** finite.size)
+    return average, carry[1] + int(finite.size)
 
 
 def _unit_averages(finite_units: np.ndarray, sums: np.ndarray, weight: float,

@@ -42,6 +42,7 @@ from viz.scalars import (
     WALL,
     Curve,
     block_sketch,
+    carried,
     downsample_indices,
     drawable_from_blocks,
     kept_curve,
@@ -49,6 +50,7 @@ from viz.scalars import (
     sketch_curve,
     smooth,
     smoothing_carry,
+    unit_states,
     wall_step_range,
 )
 from viz.timeline import StepTrace
@@ -374,49 +376,74 @@ def zoomed_curve(name: str, tag: str, smoothing: float, max_points: int, by: str
     plot's edges, and smoothed as part of the whole series. The range `by` steps, wall
     time (seconds since the epoch) or relative time (seconds since the series' first
     point). A run store reads the range alone (its blocks in the range, or its rows when
-    they are few) and the blocks before it for the smoothing; a series the whole view draws
-    at full resolution already comes back whole."""
+    they are few; the smoothing before it comes from the whole view's blocks); a series the
+    whole view draws at full resolution already comes back whole."""
     if by not in (STEP, WALL, RELATIVE):
         raise ValueError(f"a zoom goes by step, wall or relative, not {by!r}")
     if not (math.isfinite(low) and math.isfinite(high)):
         raise ValueError(f"a zoom's ends must be finite numbers, got {low!r}, {high!r}")
     low, high = min(low, high), max(low, high)
     whole = curve(name, tag, smoothing, max_points)
-    first_wall, last_wall = span = series_span(whole)
+    span = series_span(whole)
     if by == RELATIVE:
-        by, low, high = WALL, first_wall + low, first_wall + high
+        by, low, high = WALL, span[0] + low, span[0] + high
     if by == WALL and whole.wall_times is None:
         by = STEP           # a series without wall times is drawn against its steps
     found = _query_blocks(name, tag)
     if found is None or not drawable_from_blocks(found, max_points):
         return _zoomed_from_series(name, tag, smoothing, max_points, by, low, high, whole)
-    if by == WALL:
-        steps = wall_step_range(found, low, high)
-        if steps is None:
-            return _empty_curve(smoothing, span)
-        first, last = steps
-    else:
-        first, last = _step_bounds(low, high)
-    if first > last:
+    steps = wall_step_range(found, low, high) if by == WALL else _step_bounds(low, high)
+    if steps is None or steps[0] > steps[1]:
         return _empty_curve(smoothing, span)
-    before, after = _query(name, "scalar_steps_around", tag, first, last)
-    first = first if before is None else before
-    last = last if after is None else after
-    inside = _query(name, "scalar_blocks", tag, first, last)
-    earlier = _query(name, "scalar_blocks", tag, None, first - 1) if before is not None else None
-    if inside is None or (before is not None and earlier is None):
+    path = run_path(name)
+    stamp = _stamp(path)
+    states = _cache.get((str(path), stamp, "unit_states", tag, float(smoothing)),
+                        lambda: unit_states(found, smoothing))
+    key = (str(path), stamp, "zoomed_curve", tag, float(smoothing), int(max_points), *steps)
+
+    def read() -> Curve | None:
+        try:
+            with _reads.turn():
+                return _zoomed_part(open_run(path), tag, smoothing, max_points, steps, states,
+                                    span)
+        except RunStoreError as exc:
+            raise type(exc)(shown(str(exc))) from exc
+    drawn = _cache.get(key, read)
+    if drawn is None:       # a block out of order: every point is read instead
         return _zoomed_from_series(name, tag, smoothing, max_points, by, low, high, whole)
-    carry = smoothing_carry(earlier, smoothing)
+    return drawn
+
+
+def _zoomed_part(reader: RunReader, tag: str, smoothing: float, max_points: int,
+                 steps: tuple[int, int], states, span: tuple[float, float]) -> Curve | None:
+    """zoomed_curve's reads, on one reader: the neighbours of the range, its blocks and
+    the raw points around them (or every point, when too few blocks lie in it), and the few
+    raw points between the last unit before it and its start (for the smoothing; a step
+    shared across that boundary counts once)."""
+    before, after = reader.scalar_steps_around(tag, *steps)
+    first = steps[0] if before is None else before
+    last = steps[1] if after is None else after
+    inside = reader.scalar_blocks_between(tag, first, last)
+    if inside is None:
+        return None
+    carry, through = smoothing_carry(states, first)
+    if first > _STEP_FLOOR:
+        gap = reader.scalar_range(tag, _STEP_FLOOR if through is None else through + 1,
+                                  first - 1)[1]
+        carry = carried(carry, gap, smoothing)
     if drawable_from_blocks(inside, max_points):
         drawn = sketch_curve(block_sketch(inside, max_points), smoothing, carry)
         return dataclasses.replace(drawn, series_walls=span)
-    steps, values, walls = _query(name, "scalar_range", tag, first, last)
-    return _kept_part(steps, values, walls, smoothing, max_points, carry, span)
+    steps_in, values, walls = reader.scalar_range(tag, first, last)
+    return _kept_part(steps_in, values, walls, smoothing, max_points, carry, span)
+
+
+_STEP_FLOOR = -(2 ** 62)
 
 
 def _step_bounds(low: float, high: float) -> tuple[int, int]:
     """The whole steps in [low, high], clamped to SQLite's integers."""
-    bound = float(2 ** 62)
+    bound = float(-_STEP_FLOOR)
     return (int(math.ceil(min(max(low, -bound), bound))),
             int(math.floor(min(max(high, -bound), bound))))
 
