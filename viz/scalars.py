@@ -171,11 +171,18 @@ def kept_curve(values: np.ndarray, keep: np.ndarray, kept_steps: np.ndarray,
 MIN_BLOCKS_PER_BUCKET = 2
 
 
-def drawable_from_blocks(found: ScalarBlocks, max_points: int = MAX_POINTS) -> bool:
+# A zoomed range takes buckets of one block or two (every bucket still whole blocks): below
+# that its rows are read, at most 599 blocks' worth (38,336 points at 1,200 points a curve).
+ZOOM_BLOCKS_PER_BUCKET = 1
+
+
+def drawable_from_blocks(found: ScalarBlocks, max_points: int = MAX_POINTS,
+                         per_bucket: int = MIN_BLOCKS_PER_BUCKET) -> bool:
     """Whether block_sketch can draw these points in max_points: more points than that,
-    and enough blocks for whole-block buckets (otherwise the points themselves are read)."""
+    and enough blocks for whole-block buckets of at least `per_bucket` blocks (otherwise
+    the points themselves are read)."""
     buckets = (max_points - 2) // 2
-    return found.count > max_points and len(found.blocks) >= MIN_BLOCKS_PER_BUCKET * buckets
+    return found.count > max_points and len(found.blocks) >= per_bucket * buckets
 
 
 @dataclass(frozen=True, eq=False)

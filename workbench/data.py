@@ -40,6 +40,7 @@ from viz.scalars import (
     RELATIVE,
     STEP,
     WALL,
+    ZOOM_BLOCKS_PER_BUCKET,
     Curve,
     block_sketch,
     carried,
@@ -431,7 +432,7 @@ def _zoomed_part(reader: RunReader, tag: str, smoothing: float, max_points: int,
         gap = reader.scalar_range(tag, _STEP_FLOOR if through is None else through + 1,
                                   first - 1)[1]
         carry = carried(carry, gap, smoothing)
-    if drawable_from_blocks(inside, max_points):
+    if drawable_from_blocks(inside, max_points, ZOOM_BLOCKS_PER_BUCKET):
         drawn = sketch_curve(block_sketch(inside, max_points), smoothing, carry)
         return dataclasses.replace(drawn, series_walls=span)
     steps_in, values, walls = reader.scalar_range(tag, first, last)
