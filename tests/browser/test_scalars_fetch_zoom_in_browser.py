@@ -23,6 +23,12 @@ if (!plot || !plot._fullData) { return null; }
 const bold = plot._fullData.find(trace => trace.name === arguments[1]);
 return bold ? [Array.from(bold.x), plot._fullLayout.xaxis.range] : null;
 """
+# dcc.Graph listens to the plot's relayouts once its first draw has finished: a relayout
+# before that is drawn by plotly but never reaches the server.
+_LISTENING = """
+const plot = document.querySelector(arguments[0]);
+return Boolean(plot && plot._ev && plot._ev.listeners('plotly_relayout').length);
+"""
 _ZOOM_X = """
 Plotly.relayout(document.querySelector(arguments[0]), {'xaxis.range': arguments[1]});
 return true;
@@ -47,6 +53,8 @@ def test_a_zoom_fetches_the_range_and_a_double_click_restores_the_view(dash_duo,
     dash_duo.driver.set_window_size(1280, 800)
     open_page(dash_duo, "/scalars?run=long&tag=loss&smoothing=0")
     wait_for_points(dash_duo, PLOT, 1000)
+    _wait(dash_duo, lambda: dash_duo.driver.execute_script(_LISTENING, PLOT),
+          "the plot never listened to relayouts")
     coarse = _inside(dash_duo, 5_000, 6_000)
     assert 0 < coarse < 100                     # 1,200 points over 20,000 steps
     dash_duo.driver.execute_script(_ZOOM_X, PLOT, [5_000, 6_000])

@@ -179,6 +179,13 @@ def test_the_zoom_callback_redraws_the_range_and_keeps_it(logdir, log_scale):
     assert figure.layout.xaxis.autorange is False
     assert figure.layout.uirevision == "loss"
     assert figure.layout.yaxis.type == ("log" if log_scale else "linear")
+    # A box's value range comes with it and is stated too (a bad one is not).
+    (figure,), _ = _zoom({"xaxis.range[0]": 1, "xaxis.range[1]": 9, "yaxis.range[0]": -2,
+                          "yaxis.range[1]": 3}, log_scale=log_scale)
+    assert figure.layout.yaxis.range == (-2, 3) and figure.layout.yaxis.autorange is False
+    (figure,), _ = _zoom({"xaxis.range[0]": 1, "xaxis.range[1]": 9,
+                          "yaxis.range": [math.nan, 3]}, log_scale=log_scale)
+    assert figure.layout.yaxis.range is None
     # The same zoom again (a relayout plotly repeats) is not fetched again.
     with pytest.raises(PreventUpdate):
         _zoom({"xaxis.range": [10_000.25, 20_000.5]}, current=zoom)

@@ -373,8 +373,9 @@ def zoom_curves(relayouts, graph_ids, runs, tags, smoothing, x_axis, log_scale, 
     a bad range is ignored."""
     if not isinstance(relayouts, list) or not isinstance(graph_ids, list):
         raise PreventUpdate
-    asked = next((found for found in map(scalars_zoom.relayout_zoom, relayouts)
-                  if found is not None), None)
+    asked, relayout = next(((found, relayout) for relayout in relayouts
+                            if (found := scalars_zoom.relayout_zoom(relayout)) is not None),
+                           (None, None))
     if asked is None:
         raise PreventUpdate
     runs = [data.check_name(run) for run in inputs.text_list(runs, "the runs")]
@@ -400,6 +401,8 @@ def zoom_curves(relayouts, graph_ids, runs, tags, smoothing, x_axis, log_scale, 
             tags and runs and ident == _graph_id(tags)) else None
         if figure is not None and ends is None:
             scalars_zoom.state_range(figure, None)
+        elif figure is not None:
+            live.kept_zoom(figure, scalars_zoom.relayout_values(relayout))
         figures.append(dash.no_update if figure is None else figure)
     return figures, zoom
 

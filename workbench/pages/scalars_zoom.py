@@ -50,6 +50,29 @@ def relayout_zoom(relayout: Any) -> tuple[Any, Any] | str | None:
     return None
 
 
+def relayout_values(relayout: Any) -> dict[str, list]:
+    """The value ranges a relayout set ({"yaxis2": [low, high], ...}, unchecked): a drag's
+    box sets them with the x range, and the redrawn figure states them, so the plot keeps
+    them whatever order plotly's redraws come in (live.kept_zoom checks them)."""
+    if not isinstance(relayout, dict):
+        return {}
+    ends: dict[str, list] = {}
+    for key, value in relayout.items():
+        found = _Y_RANGE.match(key) if isinstance(key, str) else None
+        if not found:
+            continue
+        axis = f"yaxis{found.group(1)}"
+        if found.group(2) is None:
+            if isinstance(value, (list, tuple)) and len(value) == 2:
+                ends[axis] = list(value)
+        else:
+            ends.setdefault(axis, [None, None])[int(found.group(2))] = value
+    return ends
+
+
+_Y_RANGE = re.compile(r"^yaxis(\d{0,3})\.range(?:\[([01])\])?$")
+
+
 def checked_zoom(zoom: Any, x_axis: str) -> tuple[Any, Any] | None:
     """The (from, to) of a zoom store or address pair for the `x_axis` shown: numbers on the
     step and relative axes, dates (text) on the wall axis, ascending; None for no zoom or
