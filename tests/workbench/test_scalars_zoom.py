@@ -303,3 +303,14 @@ def test_bad_zooms_are_told_by_name():
         "2026-01-01 10:00", "2026-01-02")
     assert scalars_zoom.relayout_zoom({"xaxis2.range[1]": 4, "xaxis2.range[0]": 3}) == (3, 4)
     assert scalars_zoom.relayout_zoom({"xaxis3.autorange": True}) == scalars_zoom.RESET
+
+
+def test_a_live_refresh_fetches_the_zoom_again(logdir):
+    zoom = {"axis": "step", "from": 10_000, "to": 20_000}
+    (figure,) = scalars.refresh_curves(GRAPH, ["long"], ["loss"], 0.6, "step", [], None,
+                                       {"runs": {}, "changed": ["steps"]}, None, zoom)
+    x = _trace_x(figure)
+    assert (x[0], x[-1]) == (9_999, 20_001) and figure.layout.xaxis.range == (10_000, 20_000)
+    with pytest.raises(PreventUpdate):        # a junk zoom store: the figure stays
+        scalars.refresh_curves(GRAPH, ["long"], ["loss"], 0.6, "step", [], None,
+                               {"runs": {}, "changed": ["steps"]}, None, "junk")
