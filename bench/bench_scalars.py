@@ -29,7 +29,10 @@ store at the same time (a checkout older than schema 5 needs --without-blocks).
 
 With --million, also one run with a 1,000,000-point tag: a curve with a cold cache (data.curve,
 1,200 and 544 points) drawn from its blocks, beside the same store without blocks (every value
-read: the peer).
+read: the peer); and the Scalars zoom callback (scalars.zoom_curves: a relayout's x range
+fetched at full resolution, 1,200 points) on ranges of 500,000 to 500 steps, the whole view
+drawn already and each zoom a new range, beside the same zoom on the store without blocks
+with a cold cache (every value read, then the range cut out: the peer).
 
 Usage: python bench/bench_scalars.py [--points N] [--runs N] [--servers N] [--no-browser]
        [--against DIR] [--without-blocks] [--million]"""
@@ -379,6 +382,8 @@ def million_point_tag(logdir: Path) -> dict[tuple[bool, int], float]:
         conn.executemany(
             "INSERT INTO scalars (seq, wall_time, tag_id, step, value) VALUES (?,?,?,?,?)",
             ((100 + i, 1.7e9 + i, 1, i, float(values[i])) for i in range(1, values.size)))
+        # The first point as the others: 1 s a step from 1.7e9, so a time range is a step one.
+        conn.execute("UPDATE scalars SET wall_time = 1.7e9 WHERE step = 0")
         _write_blocks(conn)
     conn.close()
     shutil.copytree(logdir / "blocks", logdir / "rows")
@@ -395,6 +400,44 @@ def million_point_tag(logdir: Path) -> dict[tuple[bool, int], float]:
                 data.clear_cache()
                 return data.curve(name, "loss", 0.6, points)
             figures[name == "blocks", points] = best_time(cold, 3)[0]
+    return figures
+
+
+ZOOM_WIDTHS = (500_000, 50_000, 5_000, 500)
+
+
+def million_point_zoom(logdir: Path) -> dict[tuple[str, int], tuple[float, float]]:
+    """{(x axis, steps zoomed): (best zoom callback seconds, best peer seconds)} on the
+    million_point_tag stores: ours on "blocks" with the whole view cached and a new range
+    each time, the peer on "rows" with a cold cache."""
+    from workbench import data
+    from workbench.pages import scalars
+
+    graph = [{"type": scalars.CURVE_GRAPH, "tag": "loss"}]
+
+    def zoom(run, axis, low, high):
+        ends = [low, high] if axis != "wall" else [
+            str(np.datetime64(int((1.7e9 + x) * 1e3), "ms")).replace("T", " ") for x in
+            (low, high)]
+        (figure,), _ = scalars.zoom_curves([{"xaxis.range": ends}], graph, [run], ["loss"],
+                                           0.6, axis, [], None, None)
+        return figure
+
+    data.set_logdir(logdir)
+    figures = {}
+    for axis in ("step", "wall"):
+        for width in ZOOM_WIDTHS:
+            starts = iter(range(100_000, 400_000, 7_919))     # a new range each time
+
+            def ours(axis=axis, width=width, starts=starts):
+                low = next(starts)
+                return zoom("blocks", axis, low, low + width)
+
+            def peer(axis=axis, width=width):
+                data.clear_cache()
+                return zoom("rows", axis, 200_000, 200_000 + width)
+            scalars.curves(["blocks"], ["loss"], 0.6, None, axis, [])      # the whole view
+            figures[axis, width] = (best_time(ours, 5)[0], best_time(peer, 2)[0])
     return figures
 
 
@@ -452,6 +495,10 @@ def main() -> None:
                 ours, peer = figures[True, points], figures[False, points]
                 print(f"  1,000,000-point tag, {points} points, cold: from blocks {ours:6.3f} s"
                       f"   every value read {peer:6.3f} s   ratio {ours / peer:.2f}x   {load()}")
+            for (axis, width), (ours, peer) in million_point_zoom(Path(tmp) / "million").items():
+                print(f"  1,000,000-point tag, zoom callback on {width:7,} steps ({axis:4} axis): "
+                      f"{ours * 1e3:6.1f} ms   every value read {peer * 1e3:7.1f} ms   ratio "
+                      f"{ours / peer:.3f}x   {load()}")
         for k in range(args.runs):
             with RunWriter(many_dir, f"run-{k:04d}") as run:
                 run.scalar("loss", 1.0 / (k + 1), 0)

@@ -27,16 +27,31 @@ RUN_COLORS = (
 )
 
 
-def smooth(values: Sequence[float], weight: float) -> np.ndarray:
+def smooth(values: Sequence[float], weight: float,
+           carry: tuple[float, int] = (0.0, 0)) -> np.ndarray:
     """TensorBoard's smoothing: last = last*w + (1-w)*v, divided by 1 - w**n (n = finite
     points so far) so early points are not pulled towards zero. Non-finite values pass
-    through without touching the average; a constant series comes back unchanged."""
+    through without touching the average; a constant series comes back unchanged. `carry`
+    (smoothing_carry: the running average and finite count of the points before these)
+    continues a series' smoothing from where its earlier points left it."""
     if not 0.0 <= weight < 1.0:
         raise ValueError(f"smoothing weight must be in [0, 1), got {weight}")
     raw = np.asarray(values, dtype=np.float64)
     mask = np.isfinite(raw)
     every = bool(mask.all())            # the usual case: no masking, no copies
     finite = raw if every else raw[mask]
+    average, before = float(carry[0]), int(carry[1])
+    if before > 0:
+        if finite.size == 0:
+            return raw.copy()
+        ahead = np.arange(1, finite.size + 1, dtype=np.float64)
+        averaged = (_ema(finite, weight) + average * weight ** ahead) / (
+            1.0 - weight ** (before + ahead))
+        if every:
+            return averaged
+        out = raw.copy()
+        out[mask] = averaged
+        return out
     if finite.size == 0 or not (finite != finite[0]).any():
         return raw.copy()
     averaged = _ema(finite, weight)
@@ -125,6 +140,9 @@ class Curve:
     smoothed: np.ndarray
     smoothing: float
     wall_times: np.ndarray | None = None
+    # (first, last) wall time of the whole series when these are a part of it (a zoomed
+    # range): the relative axis counts from the series' start, in the unit of its span.
+    series_walls: tuple[float, float] | None = None
 
 
 def scalar_curve(steps: Sequence[float], values: Sequence[float], smoothing: float,
@@ -153,11 +171,18 @@ def kept_curve(values: np.ndarray, keep: np.ndarray, kept_steps: np.ndarray,
 MIN_BLOCKS_PER_BUCKET = 2
 
 
-def drawable_from_blocks(found: ScalarBlocks, max_points: int = MAX_POINTS) -> bool:
+# A zoomed range takes buckets of one block or two (every bucket still whole blocks): below
+# that its rows are read, at most 599 blocks' worth (38,336 points at 1,200 points a curve).
+ZOOM_BLOCKS_PER_BUCKET = 1
+
+
+def drawable_from_blocks(found: ScalarBlocks, max_points: int = MAX_POINTS,
+                         per_bucket: int = MIN_BLOCKS_PER_BUCKET) -> bool:
     """Whether block_sketch can draw these points in max_points: more points than that,
-    and enough blocks for whole-block buckets (otherwise the points themselves are read)."""
+    and enough blocks for whole-block buckets of at least `per_bucket` blocks (otherwise
+    the points themselves are read)."""
     buckets = (max_points - 2) // 2
-    return found.count > max_points and len(found.blocks) >= MIN_BLOCKS_PER_BUCKET * buckets
+    return found.count > max_points and len(found.blocks) >= per_bucket * buckets
 
 
 @dataclass(frozen=True, eq=False)
@@ -242,30 +267,99 @@ def _kept(units: np.ndarray, starts: np.ndarray, picked: np.ndarray, which: str)
     return (starts[picked] + offset, picked, *(units[picked, BLOCK[f]] for f in fields))
 
 
-def sketch_curve(sketch: Sketch, smoothing: float) -> Curve:
+def sketch_curve(sketch: Sketch, smoothing: float,
+                 carry: tuple[float, int] = (0.0, 0)) -> Curve:
     """The sketch's kept points, raw and smoothed. Smoothing is TensorBoard's over every
     point, except that the points of a block before a kept point (and the blocks before its
     own) count at their block's mean: off from smoothing every point by at most weight
-    times a block's spread, and exact over raw points."""
+    times a block's spread, and exact over raw points. `carry` as smooth() takes it."""
     raw = sketch.values
-    smoothed = raw if smoothing <= 0 else _sketch_smoothed(sketch, smoothing)
+    smoothed = raw if smoothing <= 0 else _sketch_smoothed(sketch, smoothing, carry)
     return Curve(sketch.steps, raw, smoothed, smoothing, sketch.walls)
 
 
-def _sketch_smoothed(sketch: Sketch, weight: float) -> np.ndarray:
+@dataclass(frozen=True, eq=False)
+class UnitStates:
+    """The smoothing's state after each unit (raw point or block, a block's points at its
+    mean as sketch_curve counts them) of a whole series, to carry into a zoomed part."""
+    last_steps: np.ndarray
+    averages: np.ndarray
+    finite: np.ndarray
+
+
+def unit_states(found: ScalarBlocks, weight: float) -> UnitStates:
+    units = np.concatenate([_point_units(found.head), np.asarray(found.blocks, np.float64),
+                            _point_units(found.tail)])
+    finite = units[:, BLOCK["finite"]]
+    if weight <= 0:
+        averages = np.zeros(finite.size)
+    else:
+        before, last = _unit_averages(finite, units[:, BLOCK["sum"]], weight)
+        averages = np.append(before[1:], last)
+    return UnitStates(units[:, BLOCK["last_step"]].astype(np.int64), averages,
+                      np.cumsum(finite).astype(np.int64))
+
+
+def smoothing_carry(states: UnitStates, first_step: int
+                    ) -> tuple[tuple[float, int], int | None]:
+    """The smoothing's state after the units that end before `first_step` (the series is
+    in step order, so they are the first ones): ((running average, finite points), the
+    last step they reach, None when there are none)."""
+    count = int(np.searchsorted(states.last_steps, first_step, side="left"))
+    if count == 0:
+        return (0.0, 0), None
+    return ((float(states.averages[count - 1]), int(states.finite[count - 1])),
+            int(states.last_steps[count - 1]))
+
+
+def carried(carry: tuple[float, int], values: np.ndarray, weight: float) -> tuple[float, int]:
+    """The smoothing's state `carry` after these raw points too."""
+    finite = np.asarray(values, dtype=np.float64)
+    finite = finite[np.isfinite(finite)]
+    if not finite.size or weight <= 0:
+        return carry[0], carry[1] + int(finite.size)
+    average = float(_ema(finite, weight)[-1] + carry[0] * weight ** finite.size)
+    return average, carry[1] + int(finite.size)
+
+
+def _unit_averages(finite_units: np.ndarray, sums: np.ndarray, weight: float,
+                   average: float = 0.0) -> tuple[np.ndarray, float]:
+    """The running average before each unit (from `average`), and after the last."""
+    means = np.divide(sums, finite_units, out=np.zeros_like(sums), where=finite_units > 0)
+    decay = weight ** finite_units
+    before = np.empty(finite_units.size)
+    for u, (a, m) in enumerate(zip(decay.tolist(), means.tolist())):
+        before[u] = average
+        average = a * average + (1.0 - a) * m
+    return before, average
+
+
+def wall_step_range(found: ScalarBlocks, first_wall: float, last_wall: float
+                    ) -> tuple[int, int] | None:
+    """The steps of the points whose wall times may lie in [first_wall, last_wall], from
+    the points and blocks of a series (a block counts by its first, last, min and max
+    points' walls, so it may add a block's points beyond the ends); None when none may."""
+    units = np.concatenate([_point_units(found.head), np.asarray(found.blocks, np.float64),
+                            _point_units(found.tail)])
+    walls = units[:, [BLOCK["first_wall"], BLOCK["last_wall"], BLOCK["min_wall"],
+                      BLOCK["max_wall"]]]
+    inside = (walls.max(axis=1) >= first_wall) & (walls.min(axis=1) <= last_wall)
+    if not inside.any():
+        return None
+    return (int(units[inside, BLOCK["first_step"]].min()),
+            int(units[inside, BLOCK["last_step"]].max()))
+
+
+def _sketch_smoothed(sketch: Sketch, weight: float,
+                     carry: tuple[float, int] = (0.0, 0)) -> np.ndarray:
     if not 0.0 <= weight < 1.0:
         raise ValueError(f"smoothing weight must be in [0, 1), got {weight}")
     raw = sketch.values
     finite_units = sketch.unit_finite
     means = np.divide(sketch.unit_sum, finite_units, out=np.zeros_like(sketch.unit_sum),
                       where=finite_units > 0)
-    decay = weight ** finite_units
-    before = np.empty(finite_units.size)     # the running average before each unit
-    average = 0.0
-    for u, (a, m) in enumerate(zip(decay.tolist(), means.tolist())):
-        before[u] = average
-        average = a * average + (1.0 - a) * m
-    seen = np.cumsum(finite_units) - finite_units
+    before = _unit_averages(finite_units, sketch.unit_sum, weight, float(carry[0]))[0]
+    seen = np.cumsum(finite_units) - finite_units + int(carry[1])
     unit, prefix = sketch.kept_unit, sketch.kept_prefix
     # The kept point itself exactly (its weight, 1 - w, is most of it when w is small), the
     # points of its block before it at the block's mean.
@@ -279,9 +373,9 @@ def _sketch_smoothed(sketch: Sketch, weight: float) -> np.ndarray:
     ok = finite_raw & (n > 0)
     out[ok] = averaged[ok] / (1.0 - weight ** n[ok])
     # Every bucket's min and max are kept: all equal means a constant series, which
-    # smoothing leaves as it is (as smooth() does).
+    # smoothing leaves as it is (as smooth() does; a part of a series is not one).
     finite_raw = raw[np.isfinite(raw)]
-    if finite_raw.size == 0 or (finite_raw == finite_raw[0]).all():
+    if carry[1] == 0 and (finite_raw.size == 0 or (finite_raw == finite_raw[0]).all()):
         return raw.copy()
     return out
 
@@ -307,7 +401,7 @@ def x_values(curve: Curve, axis: str, unit: float = 1.0):
     if axis == STEP or curve.wall_times is None or not curve.wall_times.size:
         return curve.steps
     if axis == RELATIVE:
-        return (curve.wall_times - curve.wall_times[0]) / unit
+        return (curve.wall_times - series_span(curve)[0]) / unit
     return (curve.wall_times * 1e3).astype("datetime64[ms]")
 
 
@@ -352,7 +446,7 @@ def curves_figure(curves_by_run: Mapping[str, Curve], tag: str, height: int = 42
     if x_axis not in X_AXES:
         raise ValueError(f"x_axis must be one of {', '.join(X_AXES)}, got {x_axis!r}")
     colors = run_colors(list(curves_by_run))
-    unit, unit_name = _relative_unit_of(curves_by_run)
+    unit, unit_name = relative_unit_of(curves_by_run)
     traces = _tag_traces(curves_by_run, tag, x_axis, unit, colors, None)
     # plotly.js's own defaults (white, #eee grid) instead of plotly.py's template, which
     # each figure would carry (7 kB) and the browser apply; axis types given, so plotly.js
@@ -370,11 +464,22 @@ def curves_figure(curves_by_run: Mapping[str, Curve], tag: str, height: int = 42
     return go.Figure(data=traces, layout=layout, _validate=False)
 
 
-def _relative_unit_of(curves_by_run: Mapping[str, Curve]) -> tuple[float, str]:
+def series_span(curve: Curve) -> tuple[float, float]:
+    """(first, last) wall time of the curve's whole series (its kept points hold both,
+    unless it is a zoomed part: then series_walls says); (0, 0) without wall times."""
+    if curve.series_walls is not None:
+        return curve.series_walls
+    if curve.wall_times is None or not curve.wall_times.size:
+        return 0.0, 0.0
+    return float(curve.wall_times[0]), float(curve.wall_times[-1])
+
+
+def relative_unit_of(curves_by_run: Mapping[str, Curve]) -> tuple[float, str]:
     """relative_unit of the longest run among the curves."""
-    spans = [c.wall_times[-1] - c.wall_times[0] for c in curves_by_run.values()
-             if c.wall_times is not None and c.wall_times.size]
+    spans = [last - first for first, last in map(series_span, curves_by_run.values())]
     return relative_unit(max(spans, default=0.0))
+
+
 
 
 def _x_axis_layout(x_axis: str, unit_name: str) -> dict:
@@ -468,7 +573,7 @@ def tags_figure(curves_by_tag: Mapping[str, Mapping[str, Curve]], x_axis: str = 
         x0 = column * (width + _COLUMN_GAP)
         suffix = "" if k == 1 else str(k)
         by_run = curves_by_tag[tag]
-        unit, unit_name = _relative_unit_of(by_run)
+        unit, unit_name = relative_unit_of(by_run)
         for trace in _tag_traces(by_run, tag, x_axis, unit, colors, in_legend):
             traces.append({**trace, "xaxis": f"x{suffix}", "yaxis": f"y{suffix}"})
         layout[f"xaxis{suffix}"] = {
@@ -525,8 +630,7 @@ def _time_of_step(curves_by_run: Mapping[str, Curve], step: int, x_axis: str):
              if c.wall_times is not None and c.steps.size]
     if not timed:
         return None
-    spans = [c.wall_times[-1] - c.wall_times[0] for _, c in timed]
-    unit, _ = relative_unit(max(spans, default=0.0))
+    unit, _ = relative_unit_of(dict(timed))
     for _, curve in timed:
         at = np.flatnonzero(curve.steps >= step)
         if at.size:

@@ -8,7 +8,9 @@ as is."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
+import math
 import os
 import threading
 import time
@@ -37,12 +39,22 @@ from viz.hierarchy import Hierarchy, HierarchyView, build_hierarchy, hierarchy_v
 from viz.hierarchy import default_expansion as hierarchy_default_expansion
 from viz.scalars import (
     MAX_POINTS,
+    RELATIVE,
+    STEP,
+    WALL,
+    ZOOM_BLOCKS_PER_BUCKET,
     Curve,
     block_sketch,
+    carried,
     downsample_indices,
     drawable_from_blocks,
     kept_curve,
+    series_span,
     sketch_curve,
+    smooth,
+    smoothing_carry,
+    unit_states,
+    wall_step_range,
 )
 from viz.timeline import StepTrace
 from workbench.cache import SingleFlightCache, estimated_bytes
@@ -358,6 +370,121 @@ def _curve_values(name: str, tag: str) -> tuple[np.ndarray, np.ndarray, np.ndarr
         except RunStoreError as exc:    # the same kind (a missing tag stays a key error)
             raise type(exc)(shown(str(exc))) from exc
     return _cache.get(key, read)
+
+
+def zoomed_curve(name: str, tag: str, smoothing: float, max_points: int, by: str,
+                 low: float, high: float) -> Curve:
+    """The tag's points in a zoomed x range, downsampled to `max_points` as curve() does the
+    whole series (extremes kept), with the points just outside so the line reaches the
+    plot's edges, and smoothed as part of the whole series. The range `by` steps, wall
+    time (seconds since the epoch) or relative time (seconds since the series' first
+    point). A run store reads the range alone (its blocks in the range, or its rows when
+    they are few; the smoothing before it comes from the whole view's blocks); a series the
+    whole view draws at full resolution already comes back whole."""
+    if by not in (STEP, WALL, RELATIVE):
+        raise ValueError(f"a zoom goes by step, wall or relative, not {by!r}")
+    if not (math.isfinite(low) and math.isfinite(high)):
+        raise ValueError(f"a zoom's ends must be finite numbers, got {low!r}, {high!r}")
+    low, high = min(low, high), max(low, high)
+    whole = curve(name, tag, smoothing, max_points)
+    span = series_span(whole)
+    if by == RELATIVE:
+        by, low, high = WALL, span[0] + low, span[0] + high
+    if by == WALL and whole.wall_times is None:
+        by = STEP           # a series without wall times is drawn against its steps
+    found = _query_blocks(name, tag)
+    if found is None or not drawable_from_blocks(found, max_points):
+        return _zoomed_from_series(name, tag, smoothing, max_points, by, low, high, whole)
+    steps = wall_step_range(found, low, high) if by == WALL else _step_bounds(low, high)
+    if steps is None or steps[0] > steps[1]:
+        return _empty_curve(smoothing, span)
+    path = run_path(name)
+    stamp = _stamp(path)
+    states = _cache.get((str(path), stamp, "unit_states", tag, float(smoothing)),
+                        lambda: unit_states(found, smoothing))
+    key = (str(path), stamp, "zoomed_curve", tag, float(smoothing), int(max_points), *steps)
+
+    def read() -> Curve | None:
+        try:
+            with _reads.turn():
+                return _zoomed_part(open_run(path), tag, smoothing, max_points, steps, states,
+                                    span)
+        except RunStoreError as exc:
+            raise type(exc)(shown(str(exc))) from exc
+    drawn = _cache.get(key, read)
+    if drawn is None:       # a block out of order: every point is read instead
+        return _zoomed_from_series(name, tag, smoothing, max_points, by, low, high, whole)
+    return drawn
+
+
+def _zoomed_part(reader: RunReader, tag: str, smoothing: float, max_points: int,
+                 steps: tuple[int, int], states, span: tuple[float, float]) -> Curve | None:
+    """zoomed_curve's reads, on one reader: the neighbours of the range, its blocks and
+    the raw points around them (or every point, when too few blocks lie in it), and the few
+    raw points between the last unit before it and its start (for the smoothing; a step
+    shared across that boundary counts once)."""
+    before, after = reader.scalar_steps_around(tag, *steps)
+    first = steps[0] if before is None else before
+    last = steps[1] if after is None else after
+    inside = reader.scalar_blocks_between(tag, first, last)
+    if inside is None:
+        return None
+    carry, through = smoothing_carry(states, first)
+    if first > _STEP_FLOOR:
+        gap = reader.scalar_range(tag, _STEP_FLOOR if through is None else through + 1,
+                                  first - 1)[1]
+        carry = carried(carry, gap, smoothing)
+    if drawable_from_blocks(inside, max_points, ZOOM_BLOCKS_PER_BUCKET):
+        drawn = sketch_curve(block_sketch(inside, max_points), smoothing, carry)
+        return dataclasses.replace(drawn, series_walls=span)
+    steps_in, values, walls = reader.scalar_range(tag, first, last)
+    return _kept_part(steps_in, values, walls, smoothing, max_points, carry, span)
+
+
+_STEP_FLOOR = -(2 ** 62)
+
+
+def _step_bounds(low: float, high: float) -> tuple[int, int]:
+    """The whole steps in [low, high], clamped to SQLite's integers."""
+    bound = float(-_STEP_FLOOR)
+    return (int(math.ceil(min(max(low, -bound), bound))),
+            int(math.floor(min(max(high, -bound), bound))))
+
+
+def _empty_curve(smoothing: float, span: tuple[float, float]) -> Curve:
+    nothing = np.zeros(0)
+    return Curve(np.zeros(0, dtype=np.int64), nothing, nothing, smoothing, nothing, span)
+
+
+def _kept_part(steps, values, walls, smoothing, max_points, carry, span) -> Curve:
+    """A part of a series drawn as kept_curve draws a whole one, smoothed from `carry`."""
+    keep = downsample_indices(values, max_points)
+    smoothed = smooth(values, smoothing, carry)[keep] if smoothing > 0 else values[keep]
+    return Curve(np.asarray(steps)[keep], values[keep], smoothed, smoothing,
+                 None if walls is None else walls[keep], span)
+
+
+def _zoomed_from_series(name, tag, smoothing, max_points, by, low, high, whole) -> Curve:
+    """zoomed_curve from every point of the series (a TensorBoard run, a run written before
+    blocks, a short or disordered series): read once per run state, as the downloads are."""
+    steps, values, walls = scalar_series(name, tag)
+    if values.size <= max_points:
+        return whole
+    x = walls if by == WALL else steps
+    inside = np.flatnonzero((x >= low) & (x <= high))
+    span = series_span(whole)
+    if not inside.size:
+        return _empty_curve(smoothing, span)
+    start, stop = max(int(inside[0]) - 1, 0), min(int(inside[-1]) + 2, values.size)
+    head = values[:start]
+    finite = head[np.isfinite(head)]
+    carry = (0.0, 0)
+    if smoothing > 0 and finite.size:
+        # The running average before the part: the last smoothed value, biased back.
+        last = smooth(finite, smoothing)[-1]
+        carry = (float(last * (1.0 - smoothing ** finite.size)), int(finite.size))
+    return _kept_part(steps[start:stop], values[start:stop], walls[start:stop], smoothing,
+                      max_points, carry, span)
 
 
 class _ReadTurns:

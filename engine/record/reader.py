@@ -283,6 +283,69 @@ class RunReader(RunFolderReader):
         found = ScalarBlocks(head, blocks[inside], tail)
         return found if found.count == count else None
 
+    def scalar_range(self, tag: str, first_step: int, last_step: int
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(steps, values, wall times) of the tag's points with steps in [first_step,
+        last_step], in step order: a range scan of the tag's index, no other row read (a
+        zoomed curve's points). RunReader only."""
+        low, high = max(int(first_step), _STEP_MIN), min(int(last_step), _STEP_MAX)
+        with self._connect() as conn:
+            tag_id = self._tag_id(conn, store.SCALAR, tag)
+            return _scalar_rows(conn, "step BETWEEN ? AND ?", (tag_id, low, high))
+
+    def scalar_steps_around(self, tag: str, first_step: int, last_step: int
+                            ) -> tuple[int | None, int | None]:
+        """The tag's last step below first_step and its first above last_step (None where
+        there is none): the neighbours a zoomed curve draws to, so its line reaches the
+        plot's edges. Two index probes. RunReader only."""
+        low, high = max(int(first_step), _STEP_MIN), min(int(last_step), _STEP_MAX)
+        with self._connect() as conn:
+            tag_id = self._tag_id(conn, store.SCALAR, tag)
+            (before,) = conn.execute("SELECT MAX(step) FROM scalars WHERE tag_id = ? AND "
+                                     "step < ?", (tag_id, low)).fetchone()
+            (after,) = conn.execute("SELECT MIN(step) FROM scalars WHERE tag_id = ? AND "
+                                    "step > ?", (tag_id, high)).fetchone()
+        return before, after
+
+    def scalar_blocks_between(self, tag: str, first_step: int, last_step: int
+                              ) -> ScalarBlocks | None:
+        """scalar_blocks(tag, first_step, last_step) for a zoom: only the blocks between the
+        range's first and last rows are read (two index probes find their seqs), and the
+        rows are not counted again, so its cost follows the range, not the tag. For a tag
+        that scalar_blocks(tag) draws (the caller checks that first: every block in step
+        order, every row accounted for); None where a block read is out of order or there
+        are no blocks. RunReader only."""
+        low, high = max(int(first_step), _STEP_MIN), min(int(last_step), _STEP_MAX)
+        empty = (np.zeros(0, np.int64), np.zeros(0), np.zeros(0))
+        with self._connect() as conn:
+            tag_id = self._tag_id(conn, store.SCALAR, tag)
+            if not _has_table(conn, "scalar_blocks"):
+                return None
+            first = conn.execute("SELECT seq FROM scalars WHERE tag_id = ? AND step >= ? "
+                                 "ORDER BY step, seq LIMIT 1", (tag_id, low)).fetchone()
+            last = conn.execute("SELECT seq FROM scalars WHERE tag_id = ? AND step <= ? "
+                                "ORDER BY step DESC, seq DESC LIMIT 1", (tag_id, high)).fetchone()
+            if first is None or last is None or low > high or first[0] > last[0]:
+                return ScalarBlocks(empty, np.zeros((0, len(SCALAR_BLOCK_FIELDS))), empty)
+            rows = conn.execute("SELECT first_seq, last_seq, body FROM scalar_blocks "
+                                "WHERE tag_id = ? AND last_seq BETWEEN ? AND ? AND first_seq "
+                                ">= ? ORDER BY last_seq",
+                                (tag_id, first[0], last[0], first[0])).fetchall()
+            blocks = _block_array(rows)
+            if rows and not _blocks_in_step_order(blocks):
+                return None
+            if rows:
+                first_seq, last_seq = rows[0][0], rows[-1][1]
+                head_high = int(blocks[0, BLOCK["first_step"]])
+                tail_low = int(blocks[-1, BLOCK["last_step"]])
+            else:
+                first_seq, last_seq, head_high, tail_low = _SEQ_MAX, _SEQ_MAX, high, high
+            head = _scalar_rows(conn, "step BETWEEN ? AND ? AND seq < ?",
+                                (tag_id, low, head_high, first_seq))
+            tail = _scalar_rows(conn, "step BETWEEN ? AND ? AND seq > ?",
+                                (tag_id, tail_low, high, last_seq))
+        return ScalarBlocks(head, blocks, tail)
+
     def scalar_wall_times(self, tag: str) -> np.ndarray:
         with self._connect() as conn:
             tag_id = self._tag_id(conn, store.SCALAR, tag)
@@ -732,7 +795,8 @@ _QUERIES = ("info", "damage", "tags", "histogram_tags", "text_tags", "scalars",
 # And RunReader's own: the listing's steps (list_runs reads event-file runs otherwise) and
 # the curve reads (the workbench reads event-file runs' scalars with scalar_series).
 for _name in (*_QUERIES, "_listing", "_damage", "scalar_values", "scalar_points",
-              "scalar_blocks"):
+              "scalar_blocks", "scalar_blocks_between", "scalar_range",
+              "scalar_steps_around"):
     setattr(RunReader, _name, _damage_is_a_store_error(getattr(RunReader, _name)))
 _PRUNING_QUERIES = ("sensitivity_curves", "prune_stages", "compression")
 for _name in _PRUNING_QUERIES:

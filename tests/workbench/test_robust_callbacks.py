@@ -67,6 +67,10 @@ CALLBACKS = {
     "scalars.refresh_curves": (scalars.refresh_curves, lambda r: (
         [{"type": scalars.CURVE_GRAPH, "tag": "loss"}], [r.run], ["loss"], 0.6, None, [], None,
         {"runs": {}, "changed": ["steps"]})),
+    "scalars.zoom_curves": (scalars.zoom_curves, lambda r: (
+        [{"xaxis.range[0]": 1, "xaxis.range[1]": 3}], [{"type": scalars.CURVE_GRAPH,
+                                                        "tag": "loss"}], [r.run], ["loss"],
+        0.6, "step", [], None, {"axis": "step", "from": 0, "to": 2})),
     "scalars.tag_choice.poll": (scalars.tag_choice, lambda r: ([r.run], ["loss"], None, {})),
     "graph.step_choice.poll": (graph.step_choice, lambda r: (r.run, None, 3, [], {})),
     # The parts a page follows are the server's own; the client sends the runs and state.
@@ -263,6 +267,16 @@ def send(port: int, method: str, path: str, body=None, headers: dict | None = No
         conn.close()
 
 
+def _input_entry(entry: dict, value) -> dict | list:
+    """An input as the renderer sends it: a pattern-matching (ALL) one as the list of the
+    components it matches, here one whose ALL keys are "loss" (the Scalars graph's)."""
+    if not entry["id"].startswith("{"):
+        return {**entry, "value": value}
+    ident = {key: "loss" if part == ["ALL"] else part
+             for key, part in json.loads(entry["id"]).items()}
+    return [{"id": ident, "property": entry["property"], "value": value}]
+
+
 def callback_body(key: str, spec: dict, values: list) -> bytes:
     """What the renderer sends; a pattern-matching (ALL) output or state matches no
     component here (an empty list)."""
@@ -274,13 +288,21 @@ def callback_body(key: str, spec: dict, values: list) -> bytes:
                 {"id": o.component_id,
                  "property": o.component_property + (f"@{duplicate}" if duplicate else "")}
                 for o in (outputs if isinstance(outputs, list) else [outputs])]
-    inputs = [{**entry, "value": value} for entry, value in zip(spec["inputs"], values)]
+    inputs = [_input_entry(entry, value) for entry, value in zip(spec["inputs"], values)]
     state = [[] if entry["id"].startswith("{") else {**entry, "value": None}
              for entry in spec["state"]]
     return json.dumps({
         "output": key, "outputs": as_entry if isinstance(outputs, list) else as_entry[0],
         "inputs": inputs, "state": state,
-        "changedPropIds": [f"{inputs[0]['id']}.{inputs[0]['property']}"]}).encode()
+        "changedPropIds": [_changed(inputs[0])]}).encode()
+
+
+def _changed(entry: dict | list) -> str:
+    if isinstance(entry, list):
+        entry = entry[0]
+        ident = json.dumps(entry["id"], sort_keys=True, separators=(",", ":"))
+        return f"{ident}.{entry['property']}"
+    return f"{entry['id']}.{entry['property']}"
 
 
 def test_the_server_answers_bad_requests_without_a_5xx(server, caplog):
@@ -288,7 +310,7 @@ def test_the_server_answers_bad_requests_without_a_5xx(server, caplog):
     statuses = {}
     path = "/_dash-update-component"
     served = {key: spec for key, spec in app.callback_map.items() if "callback" in spec}
-    assert len(served) == 99                  # the pages' 98 and Dash's page router
+    assert len(served) == 100                 # the pages' 99 and Dash's page router
     for key, spec in served.items():
         for value in HOSTILE:
             for position in range(len(spec["inputs"])):

@@ -1,8 +1,9 @@
-"""Scalars page (`/scalars?run=A,B&tag=loss,acc&x=step|relative|wall&log=1&smoothing=W&step=N`):
-curves of the chosen tags for several runs together (one figure, a subplot per tag), raw faint
-and smoothed bold, with TensorBoard's smoothing slider, its three horizontal axes and a log
-scale; downloads every point of the view as CSV or JSON; polls for live runs. The view's
-choices are kept in the address bar and in a link to this view."""
+"""Scalars page (`/scalars?run=A,B&tag=loss,acc&x=step|relative|wall&log=1&smoothing=W&step=N
+&from=X&to=Y`): curves of the chosen tags for several runs together (one figure, a subplot per
+tag), raw faint and smoothed bold, with TensorBoard's smoothing slider, its three horizontal
+axes and a log scale; a zoom re-reads the zoomed range at full resolution (scalars_zoom);
+downloads every point of the view as CSV or JSON; polls for live runs. The view's choices are
+kept in the address bar and in a link to this view."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from dash.exceptions import PreventUpdate
 from engine.record.schema import RUNNING
 from viz.scalars import STEP, X_AXES, series_csv, series_json, subplot_points, tags_figure
 from workbench import data, inputs, live
+from workbench.pages import scalars_zoom
 from workbench.pages.common import (
     PROBLEMS,
     address,
@@ -99,6 +101,7 @@ def layout(run: str | None = None, tag: str | None = None, x: str | None = None,
     """The query picks the view: runs and tags comma-separated, the x axis, log=1, the
     smoothing weight, and a step to mark (an alert's: the Alerts page links here with it)."""
     x_axis = x if x in X_AXES else STEP
+    zoom = address_zoom(x_axis, _query.get("from"), _query.get("to"))
     try:
         marked = inputs.step_number(address_value(step))
     except inputs.BadInput:     # a bad step in the address marks nothing; the page still opens
@@ -111,6 +114,7 @@ def layout(run: str | None = None, tag: str | None = None, x: str | None = None,
         dcc.Store(id=QUERY_STORE, data=run),
         dcc.Store(id=TAG_QUERY_STORE, data=tag),
         dcc.Store(id=STEP_QUERY_STORE, data=marked),
+        dcc.Store(id=scalars_zoom.ZOOM_STORE, data=zoom),
         dcc.Download(id=DOWNLOAD), *address_stores("scalars", link=True),
         html.Div(className="controls", children=[
             labelled("Runs", dcc.Dropdown(id=RUN_DROPDOWN, multi=True,
@@ -137,8 +141,22 @@ def layout(run: str | None = None, tag: str | None = None, x: str | None = None,
         live_follow("scalars"),
         # The first curves come with the page: no callback round trip before plotly draws.
         loading(CURVES_LOADING, html.Div(id=CURVES_DIV, children=curves(
-            first["run"], first["tag"], weight, None, x_axis, log_scale, marked))),
+            first["run"], first["tag"], weight, None, x_axis, log_scale, marked, zoom))),
     ])
+
+
+def address_zoom(x_axis: str, low, high) -> dict | None:
+    """The zoom the address asks for (`from`, `to` on the x axis shown); none for a bad
+    one (the page still opens, unzoomed)."""
+    low, high = address_value(low), address_value(high)
+    if low is None or high is None:
+        return None
+    zoom = {"axis": x_axis, "from": low, "to": high}
+    try:
+        ends = scalars_zoom.checked_zoom(zoom, x_axis)
+    except inputs.BadInput:
+        return None
+    return {"axis": x_axis, "from": ends[0], "to": ends[1]}
 
 
 def address_smoothing(value) -> float:
@@ -222,17 +240,19 @@ def _x_axis(value) -> str:
 @answers(lambda problem: [message(problem)])
 def curves(runs: list[str] | None, tags: list[str] | None, smoothing: float | None,
            _unused=None, x_axis: str | None = None,
-           log_scale: list[str] | None = None, marked_step: int | None = None) -> list:
+           log_scale: list[str] | None = None, marked_step: int | None = None,
+           zoom=None) -> list:
     """One graph with a subplot per tag that some chosen run has, one colour per run,
-    `marked_step` (if any) marked on each; a message for each run that cannot be read (the
-    others still draw). A poll redraws the figure in place instead (refresh_curves)."""
+    `marked_step` (if any) marked on each, zoomed to `zoom` (the zoom store's, when made
+    on this x axis); a message for each run that cannot be read (the others still draw). A
+    poll redraws the figure in place instead (refresh_curves)."""
     runs = [data.check_name(run) for run in inputs.text_list(runs, "the runs")]
     tags = inputs.text_list(tags, "the tags")
     if not runs or not tags:
         return [message("Choose at least one run and one tag.")]
     problems: dict[str, str] = {}
-    figure = _figure(tags, runs, _view_options(smoothing, x_axis, log_scale, marked_step),
-                     problems)
+    view = _view_options(smoothing, x_axis, log_scale, marked_step)
+    figure = _figure(tags, runs, view, problems, scalars_zoom.checked_zoom(zoom, view[1]))
     notes = [message(f"{run}: {text}") for run, text in problems.items()]
     if figure is None:
         return notes or [message("None of the chosen runs has the chosen tags.")]
@@ -252,10 +272,12 @@ def _view_options(smoothing, x_axis, log_scale, marked_step) -> tuple:
             inputs.step_number(marked_step, "the marked step"))
 
 
-def _figure(tags: list[str], runs: list[str], view: tuple, problems: dict[str, str]):
+def _figure(tags: list[str], runs: list[str], view: tuple, problems: dict[str, str],
+            zoomed: tuple | None = None):
     """The tags' figure over the runs that have them (None when no run has any); a run that
     cannot be read goes into `problems` and is skipped from then on. Each curve keeps the
-    points its subplot's width can show (subplot_points of the tags drawn)."""
+    points its subplot's width can show (subplot_points of the tags drawn); with `zoomed`
+    (an x range, checked_zoom's) the points of that range, every subplot shown over it."""
     weight, axis, log_y, marked = view
     present: dict[str, set[str]] = {}
     for run in runs:
@@ -275,13 +297,17 @@ def _figure(tags: list[str], runs: list[str], view: tuple, problems: dict[str, s
                 by_run[run] = data.curve(run, tag, weight, points)
             except PROBLEMS as exc:
                 problems[run] = problem_text(exc)
+        if by_run and zoomed is not None:
+            by_run = scalars_zoom.zoomed_tag(by_run, tag, weight, points, axis, zoomed)
         if by_run:
             drawn[tag] = by_run
     if not drawn:
         return None
     figure = tags_figure(drawn, x_axis=axis, log_y=log_y, marked_step=marked)
-    # A constant revision per view keeps the user's zoom across live refreshes.
+    # A constant revision per view keeps the user's zoom across live refreshes and zooms.
     figure.update_layout(uirevision=",".join(tags))
+    if zoomed is not None:
+        scalars_zoom.state_range(figure, zoomed)
     return figure
 
 
@@ -292,22 +318,24 @@ def _unchanged(_problem: str = ""):
 
 @answers(_unchanged)
 def refresh_curves(graph_ids, runs, tags, smoothing, x_axis, log_scale, marked_step,
-                   live_state=None, zooms=None) -> list:
+                   live_state=None, zooms=None, zoom=None) -> list:
     """After a poll (`live_state`): the drawn figure rebuilt with the new points, set on the
     graph in place (a new graph would be a new plot), with the user's zoom of each subplot
     (`zooms`, the page's zoom store) stated on it. A graph drawn for other tags than the
     chosen ones is left (the curves callback is drawing the new view). The first fingerprint
     of finished runs (the page just opened, or other runs were chosen) redraws nothing: the
-    layout or the curves callback drew them already."""
+    layout or the curves callback drew them already. A zoom fetched (`zoom`, the zoom
+    store) is fetched again with the new points."""
     if (live_state is None or not isinstance(graph_ids, list) or not graph_ids
             or _first_of_done(live_state)):
         _unchanged()
     runs = [data.check_name(run) for run in inputs.text_list(runs, "the runs")]
     tags = inputs.text_list(tags, "the tags")
     view = _view_options(smoothing, x_axis, log_scale, marked_step)
+    zoomed = scalars_zoom.checked_zoom(zoom, view[1])
     figures = []
     for ident in graph_ids:
-        figure = _figure(tags, runs, view, {}) if (
+        figure = _figure(tags, runs, view, {}, zoomed) if (
             tags and runs and ident == _graph_id(tags)) else None
         figures.append(dash.no_update if figure is None
                        else live.kept_zoom(figure, zoom_of(zooms, ident)))
@@ -326,8 +354,57 @@ def _first_of_done(live_state) -> bool:
 
 def _refresh_with_zooms(*args):
     """polled() passes the live store's state when it is the last argument."""
-    *rest, live_state, zooms = args
-    return polled(lambda *got: refresh_curves(*got, zooms), LIVE["store"])(*rest, live_state)
+    *rest, live_state, zooms, zoom = args
+    return polled(lambda *got: refresh_curves(*got, zooms, zoom), LIVE["store"])(
+        *rest, live_state)
+
+
+def _no_zoom_update(_problem: str = ""):
+    raise PreventUpdate
+
+
+@answers(_no_zoom_update)
+def zoom_curves(relayouts, graph_ids, runs, tags, smoothing, x_axis, log_scale, marked_step,
+                current=None) -> tuple[list, dict | None]:
+    """A zoom of any subplot (its relayout's x range): every subplot redrawn over that
+    range from its points there (data.zoomed_curve), and the zoom kept in the zoom store
+    (so in the address); a double click's autorange: the whole view again, the zoom
+    dropped. Anything else (a resize, a y-only zoom, a zoom already drawn) changes nothing;
+    a bad range is ignored."""
+    if not isinstance(relayouts, list) or not isinstance(graph_ids, list):
+        raise PreventUpdate
+    asked, relayout = next(((found, relayout) for relayout in relayouts
+                            if (found := scalars_zoom.relayout_zoom(relayout)) is not None),
+                           (None, None))
+    if asked is None:
+        raise PreventUpdate
+    runs = [data.check_name(run) for run in inputs.text_list(runs, "the runs")]
+    tags = inputs.text_list(tags, "the tags")
+    view = _view_options(smoothing, x_axis, log_scale, marked_step)
+    try:
+        before = scalars_zoom.checked_zoom(current, view[1])
+    except inputs.BadInput:
+        before = None
+    if asked == scalars_zoom.RESET:
+        zoom, ends = None, None
+        if before is None:
+            raise PreventUpdate
+    else:
+        ends = scalars_zoom.checked_zoom({"axis": view[1], "from": asked[0], "to": asked[1]},
+                                         view[1])
+        zoom = {"axis": view[1], "from": ends[0], "to": ends[1]}
+        if ends == before:
+            raise PreventUpdate
+    figures = []
+    for ident in graph_ids:
+        figure = _figure(tags, runs, view, {}, ends) if (
+            tags and runs and ident == _graph_id(tags)) else None
+        if figure is not None and ends is None:
+            scalars_zoom.state_range(figure, None)
+        elif figure is not None:
+            live.kept_zoom(figure, scalars_zoom.relayout_values(relayout))
+        figures.append(dash.no_update if figure is None else figure)
+    return figures, zoom
 
 
 def _chosen_series(runs, tags) -> list[tuple]:
@@ -364,17 +441,29 @@ def download_json(clicks, runs, tags) -> dict:
 
 
 @answers(lambda _problem: PATH)
-def view_link(runs, tags, x_axis, log_scale, smoothing=None, marked=None) -> str:
+def view_link(runs, tags, x_axis, log_scale, smoothing=None, marked=None, zoom=None) -> str:
     """The address of the current view (runs, tags, axis, scale, a smoothing other than the
-    default, the step the address marked), to share or bookmark; the page also sets it in
-    the address bar."""
+    default, the step the address marked, the zoomed x range), to share or bookmark; the
+    page also sets it in the address bar."""
     weight = inputs.smoothing(smoothing, DEFAULT_SMOOTHING)
+    try:
+        ends = scalars_zoom.checked_zoom(zoom, _x_axis(x_axis)) or (None, None)
+    except inputs.BadInput:
+        ends = (None, None)
     return address(PATH, {
         "run": inputs.text_list(runs, "the runs"), "tag": inputs.text_list(tags, "the tags"),
         "x": None if _x_axis(x_axis) == STEP else x_axis,
         "log": "1" if LOG_ON in inputs.text_list(log_scale, "the value scale") else None,
         "smoothing": None if weight == DEFAULT_SMOOTHING else f"{weight:g}",
-        "step": inputs.step_number(marked, "the marked step")})
+        "step": inputs.step_number(marked, "the marked step"),
+        "from": _end_text(ends[0]), "to": _end_text(ends[1])})
+
+
+def _end_text(end) -> str | None:
+    """A zoom's end as the address writes it: a number in its shortest exact form."""
+    if end is None or isinstance(end, str):
+        return end
+    return repr(float(end)) if not float(end).is_integer() else str(int(end))
 
 
 def register_callbacks(app: dash.Dash) -> None:
@@ -390,15 +479,25 @@ def register_callbacks(app: dash.Dash) -> None:
                  Input(RUN_DROPDOWN, "value"), Input(TAG_DROPDOWN, "value"),
                  Input(SMOOTHING_SLIDER, "value"), Input(X_AXIS_RADIO, "value"),
                  Input(LOG_SCALE_CHECK, "value"), State(STEP_QUERY_STORE, "data"),
+                 State(scalars_zoom.ZOOM_STORE, "data"),
                  **once)(      # the layout drew the first curves
-        lambda runs, tags, smoothing, x_axis, log_scale, marked: curves(
-            runs, tags, smoothing, None, x_axis, log_scale, marked))
+        lambda runs, tags, smoothing, x_axis, log_scale, marked, zoom: curves(
+            runs, tags, smoothing, None, x_axis, log_scale, marked, zoom))
     app.callback(Output({"type": CURVE_GRAPH, "tag": ALL}, "figure"),
                  State({"type": CURVE_GRAPH, "tag": ALL}, "id"), State(RUN_DROPDOWN, "value"),
                  State(TAG_DROPDOWN, "value"), State(SMOOTHING_SLIDER, "value"),
                  State(X_AXIS_RADIO, "value"), State(LOG_SCALE_CHECK, "value"),
                  State(STEP_QUERY_STORE, "data"), Input(LIVE["store"], "data"),
-                 State(LIVE["zoom"], "data"))(_refresh_with_zooms)
+                 State(LIVE["zoom"], "data"), State(scalars_zoom.ZOOM_STORE, "data"))(
+        _refresh_with_zooms)
+    app.callback(Output({"type": CURVE_GRAPH, "tag": ALL}, "figure", allow_duplicate=True),
+                 Output(scalars_zoom.ZOOM_STORE, "data"),
+                 Input({"type": CURVE_GRAPH, "tag": ALL}, "relayoutData"),
+                 State({"type": CURVE_GRAPH, "tag": ALL}, "id"), State(RUN_DROPDOWN, "value"),
+                 State(TAG_DROPDOWN, "value"), State(SMOOTHING_SLIDER, "value"),
+                 State(X_AXIS_RADIO, "value"), State(LOG_SCALE_CHECK, "value"),
+                 State(STEP_QUERY_STORE, "data"), State(scalars_zoom.ZOOM_STORE, "data"),
+                 prevent_initial_call=True)(zoom_curves)
     keep_zooms(app, "scalars", {"type": CURVE_GRAPH, "tag": ALL})
     app.callback(Output(DOWNLOAD, "data"), Input(CSV_BUTTON, "n_clicks"),
                  State(RUN_DROPDOWN, "value"), State(TAG_DROPDOWN, "value"),
@@ -409,5 +508,6 @@ def register_callbacks(app: dash.Dash) -> None:
     register_address(app, "scalars", PATH, view_link, Input(RUN_DROPDOWN, "value"),
                      Input(TAG_DROPDOWN, "value"), Input(X_AXIS_RADIO, "value"),
                      Input(LOG_SCALE_CHECK, "value"), Input(SMOOTHING_SLIDER, "value"),
-                     State(STEP_QUERY_STORE, "data"), link=VIEW_LINK)
+                     State(STEP_QUERY_STORE, "data"), Input(scalars_zoom.ZOOM_STORE, "data"),
+                     link=VIEW_LINK)
     register_live(app, "scalars", (RUN_DROPDOWN,), LIVE_PARTS)
