@@ -228,7 +228,7 @@ def test_graph_search_in_the_address_says_what_is_wrong(store, pattern, told):
     first = graph.initial_view(parsed(address(graph.PATH, {"run": ODD, "search": pattern}),
                                       graph.PATH))
     assert first["search"] == told and first["selected"] == ""
-    assert first["expanded"] == sorted(data.hierarchy_default(ODD))
+    assert first["expanded"] == sorted(data.graph_first_view(ODD))
     assert first["message"] == "" and first["elements"]          # the graph still draws
 
 
