@@ -478,6 +478,7 @@ def quantize_v2(node, ctx):
         else:
             values = _quantize_scaled(node, x, known.factor, known.out_lo, known.out_hi, dtype)
         return values, *known.outputs(values)
+    run.range_constants = constants       # a fused chain (quantized_chain) reads them once
     return run
 
 
@@ -490,14 +491,18 @@ def dequantize(node, ctx):
     memo = _StepMemo(repeats_only=True)     # weights mode: the same Const every step
     same = _SameInputs()
 
-    def run(q, min_range, max_range):
+    def range_constants(min_range, max_range) -> tuple:
+        """(lo, hi, SCALED float32's scale or None) for these range tensors."""
         known = same.get((min_range, max_range))
         if known is None:
             lo, hi = _range(min_range), _range(max_range)
             known = (lo, hi, float(scaled_scale(lo, hi)) if mode == "SCALED" and
                      out is dtypes.float32 else None)
             same.put((min_range, max_range), known)
-        lo, hi, scale = known
+        return known
+
+    def run(q, min_range, max_range):
+        lo, hi, scale = range_constants(min_range, max_range)
         if scale is not None:
             made = fbgemm.dequantize_made(q, scale)
             if made is not None:
@@ -520,6 +525,7 @@ def dequantize(node, ctx):
         else:
             value = q.to(torch.float32) * _scalar(scaled_scale(lo, hi), q.device)
         return value.to(out.torch_dtype)
+    run.range_constants = range_constants
     return run
 
 
@@ -936,6 +942,7 @@ def _fused_requantize(node, ctx, relu: bool):
             out = requantized_integer(a_mk, b_kn, fused.bias_f, fused.scales, fused.s_out,
                                       tout, relu)
         return out, *fused.out_range
+    run.fused_constants = constants
     return run
 
 
