@@ -780,8 +780,15 @@ def quantized_reshape(node, ctx):
         except RuntimeError:
             raise invalid(node, f"Input to reshape is a tensor with {x.numel()} values, but "
                                 f"the requested shape is {wanted}") from None
+        if _is_range_scalar(input_min, out) and _is_range_scalar(input_max, out):
+            return out, input_min, input_max    # the same values: kept by identity downstream
         return _outputs(out, _range(input_min), _range(input_max))
     return run
+
+
+def _is_range_scalar(t: torch.Tensor, beside: torch.Tensor) -> bool:
+    """t is what _outputs would make for it beside `beside`: a float32 scalar on its device."""
+    return t.dim() == 0 and t.dtype is torch.float32 and t.device == beside.device
 
 
 # -- fused MatMul + bias (+ Relu) (+ requantize): TF's oneDNN ops (mkl_qmatmul_op.cc) ----

@@ -19,7 +19,7 @@ from engine.passes.quantize_graph import scaled_quint8_step
 
 _MATMULS = {"QuantizedMatMulWithBiasAndRequantize": False,
             "QuantizedMatMulWithBiasAndReluAndRequantize": True}
-_ATTEMPTS = 3         # steps that may try to prepare the fast path before it is given up
+_ATTEMPTS = 4         # steps that may try to prepare the fast path before it is given up
 
 
 class QuantizedChain:
@@ -34,43 +34,59 @@ class QuantizedChain:
         self.sources = sources
         self.fail = fail
         self.nodes = [m[0] for m in members]
-        self._fast = None               # the fast path, or _NO_FAST_PATH
+        self.fast_members: tuple[int, int] | None = None    # [start, end) of the fast path
+        self._fast = None               # args -> result, once prepared
         self._attempts = 0
+        self._guards: list | None = None    # the last attempt's range inputs from outside
         self._lock = threading.Lock()
-        if not _stage_kind(members[0][0], sources[0], None):
-            self._fast = _NO_FAST_PATH
 
     def __call__(self, *args):
         fast = self._fast
         if fast is not None:
-            done = fast(args)
-            if done is not None:
-                return done
-            return self._result(self.generic(args))
+            return fast(args)
         with self._lock:
             outs = self.generic(args)
             if self._fast is None:
                 self._attempts += 1
-                made = _prepare(self, args, outs)
-                if made is not None or self._attempts >= _ATTEMPTS:
-                    self._fast = made if made is not None else _NO_FAST_PATH
-        return self._result(outs)
+                self._learn(_prepare(self, args, outs))
+        return self.result(outs)
+
+    def _learn(self, made) -> None:
+        """Installs a prepared fast path once its range inputs from outside it (when it has
+        any) were the very same tensors in two steps in a row; run-time ranges never are."""
+        if made is not None:
+            fast, span, guards = made
+            if not guards or (self._guards is not None and len(guards) == len(self._guards)
+                              and all(a is b for a, b in zip(guards, self._guards))):
+                self._fast, self.fast_members = fast, span
+                return
+            self._guards = guards
+        if self._attempts >= _ATTEMPTS:
+            self._fast = self._plain
+
+    def _plain(self, args):
+        return self.result(self.generic(args))
 
     @property
     def has_fast_path(self) -> bool:
-        return self._fast is not None and self._fast is not _NO_FAST_PATH
+        return self.fast_members is not None
 
-    def _result(self, outs: list):
+    def result(self, outs: list):
         last = outs[-1]
         return last[0] if self.members[-1][2] == 1 else last
 
-    def generic(self, args, start: int = 0, outs: list | None = None) -> list:
-        """Every member's outputs, member by member from `start` (earlier ones in `outs`)."""
+    def value(self, source, args, outs):
+        return args[source[1]] if source[0] == "x" else source[1] if source[0] == "c" else \
+            outs[source[1]][source[2]]
+
+    def generic(self, args, start: int = 0, outs: list | None = None,
+                stop: int | None = None) -> list:
+        """Every member's outputs, member by member from `start` to `stop` (earlier ones in
+        `outs`)."""
         outs = outs if outs is not None else [None] * len(self.members)
-        for pos in range(start, len(self.members)):
+        for pos in range(start, len(self.members) if stop is None else stop):
             node, kernel, count = self.members[pos]
-            values = [args[s[1]] if s[0] == "x" else s[1] if s[0] == "c" else outs[s[1]][s[2]]
-                      for s in self.sources[pos]]
+            values = [self.value(s, args, outs) for s in self.sources[pos]]
             try:
                 result = kernel(*values)
             except BaseException as e:
@@ -80,24 +96,20 @@ class QuantizedChain:
         return outs
 
 
-def _NO_FAST_PATH(args):  # noqa: N802 - a sentinel that is also a valid fast path
-    return None
-
-
 def _stage_kind(node: NodeDef, sources: list, previous) -> str | None:
-    """Whether a member can take part in the fast path (its range inputs Consts or the fast
-    previous member's outputs): "quantize", "matmul", "dequantize" or None."""
-    side = sources[1:]
-    fixed = all(s[0] == "c" or (previous is not None and s[0] == "m" and s[2] > 0)
-                for s in side)
-    if not fixed:
+    """Whether a member can take part in the fast path: "quantize", "matmul", "dequantize" or
+    None. The first fast member (previous None) may take any range inputs (the fast path
+    checks each step that they are the tensors it was made from); the others take Consts or
+    the previous fast member's outputs."""
+    if previous is not None and not all(s[0] == "c" or (s[0] == "m" and s[2] > 0)
+                                        for s in sources[1:]):
         return None
     if node.op == "QuantizeV2" and previous is None and node.attr["T"] is dtypes.quint8 and \
             node.attr["mode"] == "SCALED" and node.attr["round_mode"] == "HALF_TO_EVEN" and \
             not node.attr.get("narrow_range"):
         return "quantize"
     if node.op in _MATMULS and not node.attr["transpose_a"] and \
-            (previous is None or previous in ("quantize", "matmul")):
+            previous in (None, "quantize", "matmul"):
         return "matmul"
     if node.op == "Dequantize" and previous == "signed":
         return "dequantize"
@@ -105,24 +117,26 @@ def _stage_kind(node: NodeDef, sources: list, previous) -> str | None:
 
 
 def _prepare(chain: QuantizedChain, args, outs: list):
-    """The fast path, from the constants the kernels prepared in a step that ran them (None
-    while they are not ready: fbgemm packs a weight on the first step it runs). It covers the
-    longest prefix of members it can; the others run their kernels on what the prefix's last
-    member would have returned."""
+    """(fast path, its [start, end) members, the range tensors it checks each step) from the
+    constants the kernels prepared in a step that ran them all; None where there is none (or
+    not yet: fbgemm packs a weight on the first step it runs). It covers the first run of
+    members it can; the members before and after it run their kernels (those after on what
+    its last member would have returned)."""
     stages: list = []            # per fast member: (kind, k, its arguments)
     exits: list = []             # per fast member: carrier -> that member's own outputs
-    previous, carrier = None, None        # carrier: (scale, zero point) of the quint8 handed on
+    previous, carrier, start = None, None, None   # carrier: (scale, zero) of the quint8 passed
     for pos, (node, kernel, _) in enumerate(chain.members):
         kind = _stage_kind(node, chain.sources[pos], previous)
         if kind is None:
+            if start is None:
+                continue
             break
-        values = [args[s[1]] if s[0] == "x" else s[1] if s[0] == "c" else outs[s[1]][s[2]]
-                  for s in chain.sources[pos]]
+        values = [chain.value(s, args, outs) for s in chain.sources[pos]]
         if kind == "quantize":
             known = kernel.range_constants(values[1], values[2])
             step = scaled_quint8_step(float(known.factor))
             if known.fast is None or step is None or known.cpu_outputs is None:
-                break
+                continue
             stages.append(("quantize", None, step))
             exits.append(_quantize_exit(step, known.cpu_outputs))
             carrier, previous = (step, 0), "quantize"
@@ -131,13 +145,15 @@ def _prepare(chain: QuantizedChain, args, outs: list):
             if fused.on_fbgemm and fused.product is None:
                 return None                 # not packed yet: a step with m = 0 ran it
             if fused.fast is None:
+                if start is None:
+                    continue
                 break
             signed = node.attr["Toutput"] is dtypes.qint8
             scale_a, zero_a = float(fused.scales.scale_a), fused.scales.zero_a
             scale_out, zero_out = float(fused.s_out), 128 if signed else 0
             stages.append(("matmul", fused.k, fbgemm.linear_op(_MATMULS[node.op]),
                            fused.product.entry.packed, scale_a, zero_a, scale_out, zero_out,
-                           pos > 0 and carrier != (scale_a, zero_a)))
+                           start is not None and carrier != (scale_a, zero_a)))
             exits.append(_matmul_exit(signed, scale_out, zero_out, fused.out_range))
             carrier, previous = (scale_out, zero_out), "signed" if signed else "matmul"
         else:
@@ -147,36 +163,47 @@ def _prepare(chain: QuantizedChain, args, outs: list):
             stages.append(("dequantize", None))
             exits.append(lambda value: (value,))
             previous = "float"
-    return _finish(chain, stages, exits) if stages else _NO_FAST_PATH
+        if start is None:
+            start = pos
+            guards = [(s, values[slot], values[slot]._version)
+                      for slot, s in enumerate(chain.sources[pos]) if slot > 0 and s[0] != "c"]
+    if start is None:
+        return None
+    return (_fast_path(chain, start, guards, stages, exits), (start, start + len(stages)),
+            [tensor for _, tensor, _ in guards])
 
 
-def _finish(chain: QuantizedChain, stages: list, exits: list):
-    head_source = chain.sources[0][0]
+def _fast_path(chain: QuantizedChain, start: int, guards: list, stages: list, exits: list):
     head = stages[0]
     if head[0] == "quantize":
-        k = stages[1][1] if len(stages) > 1 else None
-        head_fn = _quantize_head(head[2], k)
+        head_fn = _quantize_head(head[2], stages[1][1] if len(stages) > 1 else None)
     else:
         head_fn = _matmul_head(*head[2:-1], head[1])
     middle = [_middle(stage) for stage in stages[1:]]
-    last = len(stages) - 1
-    exit_fn = exits[last]
-    rest = last + 1 < len(chain.members)
+    last = start + len(stages) - 1
+    exit_fn = exits[-1]
+    count = len(chain.members)
+    rest = last + 1 < count
     single = chain.members[-1][2] == 1
+    source, generic, value_of = chain.sources[start][0], chain.generic, chain.value
 
     def fast(args):
-        value = head_fn(args[head_source[1]] if head_source[0] == "x" else head_source[1])
+        outs = generic(args, 0, None, start) if start else None
+        for guard, tensor, version in guards:
+            seen = value_of(guard, args, outs)
+            if seen is not tensor or seen._version != version:
+                return chain.result(generic(args, start, outs))
+        value = head_fn(value_of(source, args, outs))
         if value is None:
-            return None
+            return chain.result(generic(args, start, outs))
         for step in middle:
             value = step(value)
-        outs = exit_fn(value)
+        done = exit_fn(value)
         if not rest:
-            return outs[0] if single else outs
-        done = [None] * len(chain.members)
-        done[last] = outs
-        done = chain.generic(args, last + 1, done)[-1]
-        return done[0] if single else done
+            return done[0] if single else done
+        outs = outs or [None] * count
+        outs[last] = done
+        return chain.result(generic(args, last + 1, outs))
     return fast
 
 

@@ -12,7 +12,7 @@ CHAIN_OPS = frozenset((
     "QuantizeV2", "Dequantize", "QuantizedMatMul", "QuantizedMatMulWithBias",
     "QuantizedMatMulWithBiasAndRelu", "QuantizedMatMulWithBiasAndRequantize",
     "QuantizedMatMulWithBiasAndReluAndRequantize", "Requantize", "QuantizedRelu",
-    "QuantizedRelu6", "QuantizedBiasAdd"))
+    "QuantizedRelu6", "QuantizedBiasAdd", "QuantizedReshape"))
 
 
 def find_chains(nodes: list[NodeDef]) -> list[list[int]]:
