@@ -32,7 +32,9 @@ def mlp(rng, sizes, input_mode="SCALED", relu=True, tout="qint8", ranges="calibr
     """x -> QuantizeV2 -> one fused matmul per layer (Relu on the hidden ones where `relu`)
     -> Dequantize, in the default graph. Returns (x, output, {name: intermediate tensor})."""
     x = tf.placeholder(tf.float32, [None, sizes[0]] if x_shape == () else x_shape, name="x")
-    if ranges == "calibrated":
+    if isinstance(ranges, tuple):
+        lo, hi = ranges
+    elif ranges == "calibrated":
         lo, hi = (0.0, one_pass_scaled_max(1.0)) if input_mode == "SCALED" else (-0.4, 1.0)
     else:
         lo, hi = tf.reduce_min(x), tf.reduce_max(x)
@@ -325,3 +327,29 @@ def test_many_threads_share_one_fused_graph(monkeypatch):
         for result in results:
             assert_same(result, alone[k])
     assert chains(fused)[0][1]
+
+
+def test_the_fast_path_follows_ranges_that_change(monkeypatch):
+    # QuantizeV2's range from variables: its output range (layer0's min_a, max_a) is the same
+    # tensors until an assign, then new ones, which the fast path must not take for the old.
+    rng = np.random.default_rng(12)
+    g = tf.Graph()
+    with g.as_default():
+        lo, hi = tf.Variable(-0.4, name="lo"), tf.Variable(1.0, name="hi")
+        x, out, _ = mlp(rng, [10, 8, 6, 4], input_mode="MIN_FIRST", ranges=(lo, hi))
+        widen = hi.assign(2.5)
+        init = tf.global_variables_initializer()
+    fused, unfused = sessions(g)
+    x_val = batches(rng, 10, scale=2.4)[2]
+    for sess in (fused, unfused):
+        sess.run(init)
+    before = run_unfused(unfused, out, {x: x_val}, monkeypatch)
+    for _ in range(3):
+        assert_same(fused.run(out, {x: x_val}), before)
+    assert fused_span(fused) == (1, 5)
+    for sess in (fused, unfused):
+        sess.run(widen)
+    after = run_unfused(unfused, out, {x: x_val}, monkeypatch)
+    assert not np.array_equal(after, before)
+    for _ in range(2):
+        assert_same(fused.run(out, {x: x_val}), after)
