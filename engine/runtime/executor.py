@@ -4,7 +4,9 @@ value's last consumer), so a steady-state step costs little more than the torch 
 themselves. A traced twin of the function records per-op start, end and output bytes, and
 checks the step's deadline after each op; a checked twin (ConfigProto(check_numerics=True))
 also hands each op's outputs and inputs to a checker (engine/debug/numerics.py) that stops
-the step at the first NaN or Inf. Every Recv delivers on its partition's device."""
+the step at the first NaN or Inf. Every Recv delivers on its partition's device. The untraced
+function runs each chain of quantized ops (engine/runtime/chains.py) as one fused step; the
+traced and checked twins run and record every op of it."""
 
 from __future__ import annotations
 
