@@ -487,6 +487,7 @@ def quantize_v2(node, ctx):
         else:
             values = _quantize_scaled(node, x, known.factor, known.out_lo, known.out_hi, dtype)
         return values, *known.outputs(values)
+    run.range_constants = constants       # a fused chain (quantized_chain) reads them once
     return run
 
 
@@ -499,14 +500,18 @@ def dequantize(node, ctx):
     memo = _StepMemo(repeats_only=True)     # weights mode: the same Const every step
     same = _SameInputs()
 
-    def run(q, min_range, max_range):
+    def range_constants(min_range, max_range) -> tuple:
+        """(lo, hi, SCALED float32's scale or None) for these range tensors."""
         known = same.get((min_range, max_range))
         if known is None:
             lo, hi = _range(min_range), _range(max_range)
             known = (lo, hi, float(scaled_scale(lo, hi)) if mode == "SCALED" and
                      out is dtypes.float32 else None)
             same.put((min_range, max_range), known)
-        lo, hi, scale = known
+        return known
+
+    def run(q, min_range, max_range):
+        lo, hi, scale = range_constants(min_range, max_range)
         if scale is not None:
             made = fbgemm.dequantize_made(q, scale)
             if made is not None:
@@ -529,6 +534,7 @@ def dequantize(node, ctx):
         else:
             value = q.to(torch.float32) * _scalar(scaled_scale(lo, hi), q.device)
         return value.to(out.torch_dtype)
+    run.range_constants = range_constants
     return run
 
 
@@ -783,8 +789,15 @@ def quantized_reshape(node, ctx):
         except RuntimeError:
             raise invalid(node, f"Input to reshape is a tensor with {x.numel()} values, but "
                                 f"the requested shape is {wanted}") from None
+        if _is_range_scalar(input_min, out) and _is_range_scalar(input_max, out):
+            return out, input_min, input_max    # the same values: kept by identity downstream
         return _outputs(out, _range(input_min), _range(input_max))
     return run
+
+
+def _is_range_scalar(t: torch.Tensor, beside: torch.Tensor) -> bool:
+    """t is what _outputs would make for it beside `beside`: a float32 scalar on its device."""
+    return t.dim() == 0 and t.dtype is torch.float32 and t.device == beside.device
 
 
 # -- fused MatMul + bias (+ Relu) (+ requantize): TF's oneDNN ops (mkl_qmatmul_op.cc) ----
@@ -945,6 +958,7 @@ def _fused_requantize(node, ctx, relu: bool):
             out = requantized_integer(a_mk, b_kn, fused.bias_f, fused.scales, fused.s_out,
                                       tout, relu)
         return out, *fused.out_range
+    run.fused_constants = constants
     return run
 
 

@@ -204,11 +204,15 @@ _LINEAR: dict[bool, object] = {}
 
 def linear_op(relu: bool):
     """quantized::linear[_relu]'s one overload, called directly: the overload packet's
-    __call__ looks for Python dispatch on every call, 20-40 us a call here (bench_quantized)."""
+    __call__ looks for Python dispatch on every call, 20-40 us a call here (bench_quantized),
+    and the overload's own __call__ (a torchbind op: it takes packed params) still walks its
+    arguments for FakeScriptObjects, which only tracing makes; its C++ operator (_op) is the
+    same kernel without that walk."""
     op = _LINEAR.get(relu)
     if op is None:
-        op = _LINEAR[relu] = (torch.ops.quantized.linear_relu if relu else
-                              torch.ops.quantized.linear).default
+        overload = (torch.ops.quantized.linear_relu if relu else
+                    torch.ops.quantized.linear).default
+        op = _LINEAR[relu] = getattr(overload, "_op", overload)
     return op
 
 

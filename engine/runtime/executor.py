@@ -4,7 +4,9 @@ value's last consumer), so a steady-state step costs little more than the torch 
 themselves. A traced twin of the function records per-op start, end and output bytes, and
 checks the step's deadline after each op; a checked twin (ConfigProto(check_numerics=True))
 also hands each op's outputs and inputs to a checker (engine/debug/numerics.py) that stops
-the step at the first NaN or Inf. Every Recv delivers on its partition's device."""
+the step at the first NaN or Inf. Every Recv delivers on its partition's device. The untraced
+function runs each chain of quantized ops (engine/runtime/chains.py) as one fused step; the
+traced and checked twins run and record every op of it."""
 
 from __future__ import annotations
 
@@ -13,14 +15,16 @@ import linecache
 import threading
 import time
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import torch
 
 from engine import errors
 from engine.graph_def import NodeDef, parse_input
+from engine.kernels.quantized_chain import QuantizedChain
 from engine.kernels.registry import Constant, KernelContext, find_kernel
 from engine.ops.registry import get_op_def, is_registered
+from engine.runtime.chains import find_chains
 from engine.runtime.rendezvous import Deadline
 
 _compile_ids = itertools.count()
@@ -53,7 +57,12 @@ class CompiledPartition:
         self.label = label
         self._peer_devices = peer_devices or {}
         self._namespace: dict = {"torch": torch}
-        self._instructions = self._lower(self.nodes, ctx)
+        lowered = self._lower(self.nodes, ctx)
+        self._instructions = _with_frees([replace(ins, frees=[]) for ins in lowered])
+        # Untraced steps run each chain of quantized ops as one fused step; traced and checked
+        # ones keep every op (their stats and checks are per op), as clusters do.
+        self.chains: list[QuantizedChain] = []
+        self._fused_instructions = _with_frees(self._fuse_chains(lowered))
         self.num_kernels = sum(1 for ins in self._instructions if ins.traced)
         self._fast, self._fast_lines = self._build(traced=False)
         self._twins: dict[bool, tuple] = {}      # checked? -> (traced step, its line nodes)
@@ -91,7 +100,44 @@ class CompiledPartition:
                 out.append(_Instruction(i, n, code, [f"v{i}"], uses))
             else:
                 out.append(self._kernel_instruction(i, n, args, uses, names, ctx))
-        return _with_frees(out)
+        return out
+
+    def _fuse_chains(self, lowered: list[_Instruction]) -> list[_Instruction]:
+        """`lowered` (fresh copies) with each chain of engine/runtime/chains.py as one
+        instruction where its last member was: its arguments are the members' inputs from
+        outside the chain, its outputs the last member's."""
+        fused = [replace(ins, frees=[]) for ins in lowered]
+        for chain in find_chains(self.nodes):
+            members = [fused[i] for i in chain]
+            inside = {v: (pos, slot) for pos, ins in enumerate(members[:-1])
+                      for slot, v in enumerate(ins.outputs)}
+            args, sources, kernels = [], [], []
+            for ins in members:
+                kernels.append((ins.node, self._namespace[f"k{ins.index}"], len(ins.outputs)))
+                row = []
+                for expr in ins.args:
+                    if expr in inside:
+                        row.append(("m", *inside[expr]))
+                    elif expr.startswith("c") and expr in self._namespace:
+                        row.append(("c", self._namespace[expr]))
+                    else:
+                        if expr not in args:
+                            args.append(expr)
+                        row.append(("x", args.index(expr)))
+                sources.append(row)
+            program = QuantizedChain(kernels, sources,
+                                     lambda e, node: node_failure(e, node, self.device))
+            self.chains.append(program)
+            tail = members[-1]
+            self._namespace[f"q{tail.index}"] = program
+            call = f"q{tail.index}({', '.join(args)})"
+            target = ", ".join(tail.outputs)
+            uses = sorted({v for ins in members for v in ins.uses if v not in inside})
+            for ins in members[:-1]:
+                fused[ins.index] = None
+            fused[tail.index] = _Instruction(tail.index, tail.node, f"{target} = {call}",
+                                             list(tail.outputs), uses, args=args)
+        return [ins for ins in fused if ins is not None]
 
     def _arguments(self, n: NodeDef, names, ref_outputs):
         ref_slots = ref_input_slots(n)
@@ -128,7 +174,7 @@ class CompiledPartition:
     def _build(self, traced: bool, checked: bool = False):
         header = "def step(feeds, out, rdv_send, rdv_recv, rec, clock, chk=None):"
         lines, line_nodes = [header], {}
-        for ins in self._instructions:
+        for ins in self._instructions if traced else self._fused_instructions:
             if ins.code == "pass" and not ins.frees:
                 continue
             stmt = ins.code if ins.code != "pass" else ""

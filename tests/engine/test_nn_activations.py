@@ -14,6 +14,7 @@ from kernel_harness import FLOATS, assert_close, covers, tf_dtype
 
 import engine as tf
 from engine import errors
+from engine.kernels import nn as nn_kernels
 
 SELU = (1.0507009873554804934193349852946, 1.6732632423543772848170429916717)
 
@@ -249,3 +250,49 @@ def test_softmax_on_unknown_rank_uses_the_op():
         x = tf.placeholder(tf.float32)
         assert tf.nn.softmax(x).op.type == "Softmax"
         assert tf.nn.log_softmax(x, axis=1).op.type != "LogSoftmax"
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(200, 10), (64, 3), (5, 40, 15), (300, 1)], ids=str)
+def test_softmax_with_a_small_last_dim_is_tfs_formula(shape, dtype, monkeypatch):
+    # Below 16 classes and from 64 rows on, the kernel computes TF's formula itself
+    # (exp(x - max) * 1 / sum) instead of torch.softmax: the same values to rounding, every
+    # row summing to 1, logits far beyond exp's range, and -inf / +inf / NaN as TF gives them.
+    rng = np.random.default_rng(sum(shape))
+    x = rng.uniform(-100, 100, shape).astype(dtype)
+    flat = x.reshape(-1, shape[-1])
+    flat[0, :] = -np.inf                   # every logit -inf: NaN (-inf - -inf)
+    flat[1, 0] = np.inf                    # one +inf: NaN (inf - inf, then 0 * 1/NaN)
+    flat[2, 0] = np.nan
+    if shape[-1] > 1:
+        flat[3, 1] = -np.inf               # one -inf among finite ones: exactly 0
+        flat[4, :] = 1e30 if dtype == np.float32 else 1e300     # ties: 1 / n each
+    calls = []
+
+    def spy(t, real=nn_kernels.softmax_small_last_dim):
+        calls.append(tuple(t.shape))
+        return real(t)
+    monkeypatch.setattr(nn_kernels, "softmax_small_last_dim", spy)
+    with tf.Graph().as_default():
+        y = tf.nn.softmax(tf.constant(x))
+        with tf.Session() as s:
+            got = s.run(y)
+    wide = x.astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        e = np.exp(wide - wide.max(-1, keepdims=True))
+        want = e * (1.0 / e.sum(-1, keepdims=True))
+    # float32: x - max rounds to half an ulp of 100 (3.8e-6), which exp turns into a relative
+    # error of the same size
+    tol = 1e-5 if dtype == np.float32 else 1e-13
+    np.testing.assert_allclose(got, want, rtol=tol, atol=1e-30)
+    assert np.array_equal(np.isnan(got), np.isnan(want))
+    assert calls == [shape]
+    torch_y = torch.softmax(torch.from_numpy(x), -1).numpy()
+    assert np.array_equal(np.isnan(got), np.isnan(torch_y))
+    np.testing.assert_allclose(got, torch_y, rtol=tol, atol=1e-30)
+    got_flat = got.reshape(-1, shape[-1])
+    if shape[-1] > 1:
+        assert got_flat[3, 1] == 0.0
+        np.testing.assert_array_equal(got_flat[4], np.full(shape[-1], 1 / shape[-1], dtype))
+    finite = got_flat[5:]
+    np.testing.assert_allclose(finite.sum(-1), 1.0, rtol=tol)
