@@ -268,10 +268,8 @@ class RunReader(RunFolderReader):
             else:
                 # Every row in the range is in the head; the tail (seq > _SEQ_MAX) is empty.
                 first_seq, last_seq, head_high, tail_low = _SEQ_MAX, _SEQ_MAX, high, high
-            head = _scalar_rows(conn, "step BETWEEN ? AND ? AND seq < ?",
-                                (tag_id, low, head_high, first_seq))
-            tail = _scalar_rows(conn, "step BETWEEN ? AND ? AND seq > ?",
-                                (tag_id, tail_low, high, last_seq))
+            head, tail = _head_and_tail(conn, tag_id, (low, high), (first_seq, last_seq),
+                                        (head_high, tail_low))
             # The rows the parts must add up to: one pass over the tag's index entries, no
             # row decoded (a tenth of reading the values).
             if first_step is None and last_step is None:
@@ -340,10 +338,8 @@ class RunReader(RunFolderReader):
                 tail_low = int(blocks[-1, BLOCK["last_step"]])
             else:
                 first_seq, last_seq, head_high, tail_low = _SEQ_MAX, _SEQ_MAX, high, high
-            head = _scalar_rows(conn, "step BETWEEN ? AND ? AND seq < ?",
-                                (tag_id, low, head_high, first_seq))
-            tail = _scalar_rows(conn, "step BETWEEN ? AND ? AND seq > ?",
-                                (tag_id, tail_low, high, last_seq))
+            head, tail = _head_and_tail(conn, tag_id, (low, high), (first_seq, last_seq),
+                                        (head_high, tail_low))
         return ScalarBlocks(head, blocks, tail)
 
     def scalar_wall_times(self, tag: str) -> np.ndarray:
@@ -989,6 +985,17 @@ def _blocks_in_step_order(blocks: np.ndarray) -> bool:
     and no block starts below where the one before ended."""
     first, last = blocks[:, BLOCK["first_step"]], blocks[:, BLOCK["last_step"]]
     return bool((blocks[:, BLOCK["ordered"]] == 1.0).all() and (first[1:] >= last[:-1]).all())
+
+
+def _head_and_tail(conn, tag_id: int, steps: tuple, seqs: tuple, inner: tuple):
+    """The raw rows of a step range outside its whole blocks: those before the first block
+    (steps[0] up to inner[0], seq below seqs[0]) and after the last (inner[1] up to steps[1],
+    seq above seqs[1])."""
+    head = _scalar_rows(conn, "step BETWEEN ? AND ? AND seq < ?",
+                        (tag_id, steps[0], inner[0], seqs[0]))
+    tail = _scalar_rows(conn, "step BETWEEN ? AND ? AND seq > ?",
+                        (tag_id, inner[1], steps[1], seqs[1]))
+    return head, tail
 
 
 def _scalar_rows(conn: sqlite3.Connection, where: str, params: tuple

@@ -6,6 +6,9 @@ TF evaluates its tensor conversions in float32 and its scalar helpers in double:
 
 from __future__ import annotations
 
+import importlib.util
+import pathlib
+
 import numpy as np
 
 F32 = np.float32
@@ -203,3 +206,16 @@ def conv2d(x, f, rx, rf, stride, padding):
     cols = win - zx
     out = np.einsum("nijabc,abck->nijk", cols, np.asarray(f, np.int64) - zf)
     return out.astype(np.int32), product_range(rx, rf)
+
+
+DATA = pathlib.Path(__file__).parent / "data"
+
+
+def tf_reference(name: str):
+    """(data/make_<name>_reference.py as a module, the .npz it wrote from TF 2.21): the
+    cases' inputs come from the script, TF's outputs from the file."""
+    spec = importlib.util.spec_from_file_location(f"make_{name}_reference",
+                                                  DATA / f"make_{name}_reference.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module, np.load(DATA / f"{name}_tf_reference.npz")

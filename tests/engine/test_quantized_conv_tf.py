@@ -6,21 +6,14 @@ QuantizedConv2D[WithBias][AndRelu]AndRequantize."""
 
 from __future__ import annotations
 
-import importlib.util
-import pathlib
-
 import numpy as np
 import pytest
+import quantized_reference
 from kernel_harness import covers
 
 import engine as tf
 
-DATA = pathlib.Path(__file__).parent / "data"
-_spec = importlib.util.spec_from_file_location("make_quantized_conv_reference",
-                                               DATA / "make_quantized_conv_reference.py")
-MAKE = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(MAKE)
-REF = np.load(DATA / "quantized_conv_tf_reference.npz")
+MAKE, REF = quantized_reference.tf_reference("quantized_conv")
 CASES = list(MAKE.cases())
 OPS = MAKE.INT32_OPS + MAKE.REQUANTIZE_OPS
 

@@ -4,21 +4,14 @@ written by data/make_quantized_matmul_reference.py), on the CPU and the virtual 
 
 from __future__ import annotations
 
-import importlib.util
-import pathlib
-
 import numpy as np
 import pytest
+import quantized_reference
 from kernel_harness import covers
 
 import engine as tf
 
-DATA = pathlib.Path(__file__).parent / "data"
-_spec = importlib.util.spec_from_file_location("make_quantized_matmul_reference",
-                                               DATA / "make_quantized_matmul_reference.py")
-MAKE = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(MAKE)
-REF = np.load(DATA / "quantized_matmul_tf_reference.npz")
+MAKE, REF = quantized_reference.tf_reference("quantized_matmul")
 
 
 def build(op: str, i: int):
