@@ -153,14 +153,15 @@ def conv_scales(node, in_range, f_range):
     return qk._fused_scales("SCALED", *in_range, *f_range)
 
 
-def _check_operands(node, x, f, bias) -> None:
+def _check_operands(node, x, f, bias: torch.Tensor | None) -> None:
+    """TF's run-time checks of the operands (bias None: an op without one)."""
     if x.dim() != 4 or f.dim() != 4:
         raise qk.invalid(node, f"input must be 4-dimensional and filter 4-dimensional: "
                                f"{list(x.shape)}, {list(f.shape)}")
     if x.shape[3] != f.shape[2]:
         raise qk.invalid(node, f"input and filter must have the same depth: "
                                f"{list(x.shape)} vs. {list(f.shape)}")
-    if bias.dim() != 1 or bias.shape[0] != f.shape[3]:
+    if bias is not None and (bias.dim() != 1 or bias.shape[0] != f.shape[3]):
         raise qk.invalid(node, f"bias must be a vector of the filter's {int(f.shape[3])} "
                                f"output channels, got {list(bias.shape)}")
 
@@ -232,11 +233,10 @@ def _int32_conv(node, relu: bool, biased: bool):
     filter (254 steps for qint8) times qint32's lowest and highest."""
     window = windows.window_of(node.attr, node.op)
     geometry_for = _geometries(node, window)
-    zero_bias = _zero_bias()
 
     def run(x, f, *rest):
         bias, ranges = (rest[0], rest[1:]) if biased else (None, rest)
-        _check_operands(node, x, f, zero_bias(f) if bias is None else bias)
+        _check_operands(node, x, f, bias)
         k_hw = (int(f.shape[0]), int(f.shape[1]))
         geometry_for([int(x.shape[1]), int(x.shape[2])], k_hw)     # TF's window errors
         in_range, f_range = [tuple(qk._range(t) for t in pair)
