@@ -151,12 +151,8 @@ def address_zoom(x_axis: str, low, high) -> dict | None:
     low, high = address_value(low), address_value(high)
     if low is None or high is None:
         return None
-    zoom = {"axis": x_axis, "from": low, "to": high}
-    try:
-        ends = scalars_zoom.checked_zoom(zoom, x_axis)
-    except inputs.BadInput:
-        return None
-    return {"axis": x_axis, "from": ends[0], "to": ends[1]}
+    ends = scalars_zoom.zoom_or_none({"axis": x_axis, "from": low, "to": high}, x_axis)
+    return None if ends is None else {"axis": x_axis, "from": ends[0], "to": ends[1]}
 
 
 def address_smoothing(value) -> float:
@@ -381,10 +377,7 @@ def zoom_curves(relayouts, graph_ids, runs, tags, smoothing, x_axis, log_scale, 
     runs = [data.check_name(run) for run in inputs.text_list(runs, "the runs")]
     tags = inputs.text_list(tags, "the tags")
     view = _view_options(smoothing, x_axis, log_scale, marked_step)
-    try:
-        before = scalars_zoom.checked_zoom(current, view[1])
-    except inputs.BadInput:
-        before = None
+    before = scalars_zoom.zoom_or_none(current, view[1])
     if asked == scalars_zoom.RESET:
         zoom, ends = None, None
         if before is None:
@@ -446,10 +439,7 @@ def view_link(runs, tags, x_axis, log_scale, smoothing=None, marked=None, zoom=N
     default, the step the address marked, the zoomed x range), to share or bookmark; the
     page also sets it in the address bar."""
     weight = inputs.smoothing(smoothing, DEFAULT_SMOOTHING)
-    try:
-        ends = scalars_zoom.checked_zoom(zoom, _x_axis(x_axis)) or (None, None)
-    except inputs.BadInput:
-        ends = (None, None)
+    ends = scalars_zoom.zoom_or_none(zoom, _x_axis(x_axis)) or (None, None)
     return address(PATH, {
         "run": inputs.text_list(runs, "the runs"), "tag": inputs.text_list(tags, "the tags"),
         "x": None if _x_axis(x_axis) == STEP else x_axis,

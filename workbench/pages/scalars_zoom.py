@@ -91,6 +91,15 @@ def checked_zoom(zoom: Any, x_axis: str) -> tuple[Any, Any] | None:
     return (low, high) if seconds[0] <= seconds[1] else (high, low)
 
 
+def zoom_or_none(zoom: Any, x_axis: str) -> tuple[Any, Any] | None:
+    """checked_zoom's (from, to), or None for a bad zoom as for none: where a page reads a
+    zoom it did not just receive (the address, its own store) and draws unzoomed instead."""
+    try:
+        return checked_zoom(zoom, x_axis)
+    except inputs.BadInput:
+        return None
+
+
 def x_end(value: Any, x_axis: str, what: str = "end") -> Any:
     """One end of a zoom on `x_axis`, checked: a finite number, or on the wall axis also a
     date as plotly writes one ("2026-12-02 15:35:15.123"). Address text is read as such."""
