@@ -36,7 +36,6 @@ from engine.record.schema import (
 from viz.first_view import element_fit_zoom, first_view
 from viz.graph_elements import DEFAULT_COLOR_MODE, graph_elements, step_facts
 from viz.hierarchy import Hierarchy, HierarchyView, build_hierarchy, hierarchy_view
-from viz.hierarchy import default_expansion as hierarchy_default_expansion
 from viz.scalars import (
     MAX_POINTS,
     RELATIVE,
@@ -617,15 +616,6 @@ def hierarchy(name: str) -> Hierarchy:
     return _cache.get((*key, "hierarchy"), build).value
 
 
-def hierarchy_default(name: str) -> frozenset[str]:
-    """The groups opened when the graph is first shown."""
-    if graph(name) is None:
-        return frozenset()
-    _, key = _graph_key(name)
-    tree = hierarchy(name)
-    return _cache.get((*key, "hierarchy_default"), lambda: hierarchy_default_expansion(tree))
-
-
 def graph_first_view(name: str) -> frozenset[str]:
     """The groups the Graph page opens when the address names none: the default expansion,
     or fewer levels of it when its drawing would not fit the window readably
@@ -738,13 +728,20 @@ def version_hierarchy(name: str, version: int) -> Hierarchy | None:
     return _cache.get((str(run_path(name)), version, "version_hierarchy"), build).value
 
 
-def version_default(name: str, version: int) -> frozenset[str]:
-    """The groups of graph `version` opened when it is first shown (as the Graph page's)."""
+def version_first_view(name: str, version: int) -> frozenset[str]:
+    """The groups of graph `version` opened when it is first shown, chosen as the Graph
+    page's first view is (viz.first_view) from that version's own drawings, which stay
+    cached for the page (version_elements, keyed as the Quantization page keys them)."""
     tree = version_hierarchy(name, version)
     if tree is None:
         return frozenset()
-    return _cache.get((str(run_path(name)), version, "version_default"),
-                      lambda: hierarchy_default_expansion(tree))
+
+    def zoom_of(expanded: frozenset[str]) -> float:
+        record, drawn = version_view(name, version, expanded)
+        return element_fit_zoom(version_elements(
+            name, version, drawn.expanded, lambda: graph_elements(drawn, record, ())[0]))
+    return _cache.get((str(run_path(name)), version, "version_first_view"),
+                      lambda: first_view(tree, zoom_of))
 
 
 def version_view(name: str, version: int, expanded: frozenset[str]

@@ -215,3 +215,15 @@ def test_hostile_messages_name_the_problem(runs, text_of):
     assert text_of(compare.curves(7, lr05)) == "A run name must be text, got int."
     assert compare.draw_side("a", 7)[2] == "The view must be a mapping, got 7."
     assert compare.inspect_side("a", None, None, "") == INSPECTOR_HINT
+
+
+def test_both_sides_open_the_graph_pages_first_view(runs, monkeypatch):
+    """The first expansion is the Graph page's (data.graph_first_view: the default one with
+    scopes closed until it reads), so one run looks the same on every page."""
+    lr05, lr01, _ = runs
+    (view_a, _), (view_b, _) = view_of(lr05, lr01)
+    assert view_a["expanded"] == sorted(data.graph_first_view(lr05))
+    assert view_b["expanded"] == sorted(data.graph_first_view(lr01))
+    monkeypatch.setattr(data, "graph_first_view", lambda run: frozenset({"layer2"}))
+    (view_a, _), (view_b, _) = view_of(lr05, lr01)
+    assert view_a["expanded"] == view_b["expanded"] == ["layer2"]

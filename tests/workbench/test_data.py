@@ -6,6 +6,7 @@ import pytest
 
 from engine.record import RunWriter
 from engine.record.schema import UNREADABLE
+from viz.hierarchy import default_expansion
 from workbench import data
 
 
@@ -59,7 +60,7 @@ def test_graph_view_is_cached_per_expansion(recorded):
 
 def test_default_expansion_opens_the_small_graph_fully(recorded):
     graph = data.graph(recorded.run)
-    drawn = data.view(recorded.run, data.hierarchy_default(recorded.run))
+    drawn = data.view(recorded.run, default_expansion(data.hierarchy(recorded.run)))
     leaves = [node for node in drawn.nodes if not node.expanded]
     assert sorted(leaf.members for leaf in leaves) == sorted(
         (node.name,) for node in graph.nodes)          # one leaf per op: nothing left closed

@@ -32,7 +32,7 @@ def test_a_recorded_loop_shows_its_iteration_count(tmp_path, text_of):
                                       np.full(3, 6.0))
     data.set_logdir(tmp_path)
     try:
-        assert "while" not in data.hierarchy_default("loop")
+        assert "while" not in data.graph_first_view("loop")
         # "while/accumulate" is also a scope (its Enter), so the op is drawn as "(accumulate)"
         panel = graph.inspect("loop", "while/accumulate/(accumulate)", None)
         assert "ran 6 times" in text_of(panel)

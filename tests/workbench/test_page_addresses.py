@@ -356,7 +356,7 @@ def test_runs(store):
 def test_replay(store):
     """The Replay page writes its address in the browser (assets/replay.js); what it reads
     back: the run, and the open scopes written as the shared writer writes a list."""
-    opened = sorted(data.hierarchy_default(ODD) | {"layer1"})
+    opened = sorted(data.graph_first_view(ODD) | {"layer1"})
     query = parsed(address(replay.PATH, {"run": ODD, "step": 3, "open": opened}), replay.PATH)
     assert replay.run_choice(query)[1:] == (ODD, "")
     assert replay.step_bounds(ODD, query)[1] == {"step": 3, "t": None}

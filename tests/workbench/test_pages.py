@@ -6,6 +6,7 @@ from dash import dcc, no_update
 
 from engine.record import RunWriter
 from engine.record.schema import SOFT_FALLBACK
+from viz.hierarchy import default_expansion
 from workbench import data
 from workbench.pages import graph, placement, runs, scalars
 from workbench.pages.graph_inspector import INSPECTOR_HINT
@@ -45,7 +46,7 @@ def test_expanded_groups_follow_buttons_and_taps(recorded):
     default, selected, _ = state(graph.RUN_DROPDOWN, run)
     # Every scope open would fit the window below a readable zoom: the first view keeps
     # the biggest, the gradients, closed (viz.first_view).
-    assert "gradients/layer1" in data.hierarchy_default(run)
+    assert "gradients/layer1" in default_expansion(data.hierarchy(run))
     assert "layer1" in default and "gradients" not in default and selected == ""
     assert state(graph.COLLAPSE_BUTTON, run, current=default)[0] == []
     top, _, _ = state(graph.EXPAND_BUTTON, run, current=[])

@@ -14,6 +14,9 @@ from recorded_quantization import COMPARISON, THRESHOLD_DB, record_quantized_run
 from test_robust_callbacks import call_with_every_hostile_value
 
 from engine.record import RunWriter
+from viz.first_view import element_fit_zoom, first_view
+from viz.graph_elements import graph_elements
+from viz.hierarchy import hierarchy_view
 from viz.quantization import ORIGINAL, QUANTIZED, sqnr_bin, sqnr_bins
 from workbench import data
 from workbench.pages import quantization as page
@@ -419,3 +422,24 @@ def test_a_selection_only_restyles_the_graphs(runs):
         styled = next(spec for key, spec in served.items() if key == f"{own}.stylesheet")
         assert page.SELECTED_STORE not in {i["id"] for i in drawn["inputs"]}
         assert page.SELECTED_STORE in {i["id"] for i in styled["inputs"]}
+
+
+def test_the_first_view_joins_both_graphs_first_views_chosen_as_the_graph_page_does(
+        runs, monkeypatch):
+    """Each graph version's first view is chosen as the Graph page chooses its own
+    (viz.first_view over that version's drawings), and the page opens both joined."""
+    record = comparison(runs)
+    versions = (record.original_graph_version, record.quantized_graph_version)
+    for version in versions:
+        graph, tree = data.graph(runs.run, version), data.version_hierarchy(runs.run, version)
+
+        def zoom_of(expanded, graph=graph, tree=tree):
+            return element_fit_zoom(graph_elements(hierarchy_view(tree, expanded), graph,
+                                                   ())[0])
+        assert data.version_first_view(runs.run, version) == first_view(tree, zoom_of)
+    opened = page.expansion(None, None, None, runs.run, COMPARISON, None)
+    assert opened == sorted(frozenset().union(
+        *(data.version_first_view(runs.run, version) for version in versions)))
+    monkeypatch.setattr(data, "version_first_view", lambda run, version: frozenset(
+        {"logits"} if version == versions[1] else ()))
+    assert page.expansion(None, None, None, runs.run, COMPARISON, None) == ["logits"]

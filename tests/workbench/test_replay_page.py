@@ -102,7 +102,7 @@ def test_another_runs_address_and_odd_runs(runs):
 def test_the_graph_is_drawn_once_with_positions(runs):
     opened, elements, text, style, layout, address, told = replay.draw(runs.run)
     assert text == "" and style == {"display": "none"} and told == ""
-    assert opened == sorted(data.hierarchy_default(runs.run))
+    assert opened == sorted(data.graph_first_view(runs.run))
     assert address is replay.no_update                 # the address is left as it is
     ids = {element["data"]["id"] for element in elements}
     assert "layer1/MatMul" in ids or "layer1" in ids
@@ -122,7 +122,7 @@ def _leaf_ids(elements) -> set[str]:
 
 
 def test_scopes_open_and_close_as_on_the_graph_page_and_go_to_the_address(runs):
-    default = sorted(data.hierarchy_default(runs.run))
+    default = sorted(data.graph_first_view(runs.run))
     assert "while" not in default
     opened, elements, *_rest, address, _told = replay.draw(
         runs.run, replay.CYTO, _tap("while"), default)
@@ -155,7 +155,7 @@ def test_the_playhead_lights_nodes_inside_open_scopes_and_closed_ones_as_a_whole
                   key=lambda stat: stat.start_us)
     between = (loop[1].end_us + loop[2].start_us) / 2   # the loop is half way through
     position = {"step": 4, "t": between}
-    default = sorted(data.hierarchy_default(runs.run))
+    default = sorted(data.graph_first_view(runs.run))
     opened = sorted({*default, "while", runs.loop_node})
     inside = data.view(runs.run, frozenset(opened)).rep[runs.loop_node]
     assert inside != "while" and inside.startswith("while/")
@@ -303,7 +303,7 @@ def test_the_inspector_gives_start_duration_and_iterations(runs, text_of):
         else "layer1"
     panel = text_of(replay.inspect({"id": ident}, runs.run, {"step": 4, "t": middle}))
     assert "layer1/MatMul running start" in panel and "on GPU:0" in panel
-    loop = data.view(runs.run, data.hierarchy_default(runs.run)).rep[runs.loop_node]
+    loop = data.view(runs.run, data.graph_first_view(runs.run)).rep[runs.loop_node]
     panel = text_of(replay.inspect({"id": loop}, runs.run, {"step": 4, "t": None}))
     assert f"{runs.loop_node} done ×4 (4 done)" in panel
     panel = text_of(replay.inspect({"id": "total/(total)"}, runs.run, {"step": 3}))
@@ -371,3 +371,13 @@ def test_a_poll_of_a_run_being_written_grows_the_slider_and_keeps_the_users_step
             assert position is no_update and notice is no_update
     finally:
         data.set_logdir("runs")
+
+
+def test_the_first_drawing_opens_the_graph_pages_first_view(runs, monkeypatch):
+    """With no `open` in the address the replay opens what the Graph page first shows
+    (data.graph_first_view), not the whole default expansion."""
+    assert replay.draw(runs.run)[0] == sorted(data.graph_first_view(runs.run))
+    monkeypatch.setattr(data, "graph_first_view", lambda run: frozenset({"while"}))
+    opened, elements, *_ = replay.draw(runs.run)
+    assert opened == ["while"] and "while/Merge" in _leaf_ids(elements)
+    assert replay.expansion(runs.run, None) == {"while"}

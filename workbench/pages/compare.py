@@ -338,9 +338,9 @@ def _styles(selected_id: str) -> list[dict]:
 @answers(lambda _problem: (no_update, stylesheet() + DIFF_STYLE))
 def side_state(side: str, a, b, selected, current, live=None) -> tuple:
     """(the side's view: runs, graph version and expanded groups, its stylesheet): the
-    default expansion, opened down to the selected node (and a selected scope itself); the
-    view stays as it is (no redraw) when only the outline moves, or a poll (`live`) saw no
-    graph change."""
+    Graph page's first view (data.graph_first_view), opened down to the selected node (and
+    a selected scope itself); the view stays as it is (no redraw) when only the outline
+    moves, or a poll (`live`) saw no graph change."""
     if live is not None and "graph" not in live_changed(live):
         return no_update, no_update
     chosen = _runs(a, b)
@@ -351,7 +351,7 @@ def side_state(side: str, a, b, selected, current, live=None) -> tuple:
         view = {"a": chosen[0], "b": chosen[1], "expanded": []}
         return (no_update if view == current else view), stylesheet() + DIFF_STYLE
     name = text(selected, "the selected node") if selected else ""
-    expanded = data.hierarchy_default(run)
+    expanded = data.graph_first_view(run)
     found = _target(run, name) if name else None
     selected_id = ""
     if found is not None:

@@ -259,7 +259,7 @@ def _version(record, side: str) -> int:
 def _opened(run: str, record, expanded) -> frozenset[str]:
     """The open groups the store holds (None: both graphs' first views, joined)."""
     if expanded is None:
-        return frozenset().union(*(data.version_default(run, _version(record, side))
+        return frozenset().union(*(data.version_first_view(run, _version(record, side))
                                    for side in SIDES))
     return frozenset(scope_list(expanded) or ())
 

@@ -296,9 +296,9 @@ def _drawn(problem: str) -> tuple:
 
 def expansion(run: str, expanded: Any) -> frozenset[str]:
     """The open groups the page keeps, those of the run's graph only (None before the first
-    drawing: the default expansion)."""
+    drawing: the Graph page's first view)."""
     if expanded is None:
-        return data.hierarchy_default(run)
+        return data.graph_first_view(run)
     return frozenset(frozenset(scope_list(expanded) or ()) & data.hierarchy(run).groups.keys())
 
 
@@ -325,10 +325,10 @@ def draw(run: str | None, trigger: str | None = None, tap: Any = None, current: 
          query: Any = None) -> tuple:
     """(open groups, elements, message, message style, layout, the address's `open` (the
     open groups; None: drop it), what the expansion says): a new run opens the address's
-    groups (else the default expansion); a tap on a closed scope or series opens it and on
-    an open one closes it, and the buttons collapse all or open a level, as on the Graph
-    page, whose handling and drawing (device colours) this reuses. Ticks only restyle the
-    drawing."""
+    groups (else the Graph page's first view); a tap on a closed scope or series opens it
+    and on an open one closes it, and the buttons collapse all or open a level, as on the
+    Graph page, whose handling and drawing (device colours) this reuses. Ticks only restyle
+    the drawing."""
     if not run:
         return _drawn("No readable run in the log directory.")
     run = data.check_name(run)
@@ -343,7 +343,7 @@ def draw(run: str | None, trigger: str | None = None, tap: Any = None, current: 
         address = opened
     else:
         asked = _address_open(run, query)
-        opened = sorted(data.hierarchy_default(run) if asked is None else asked)
+        opened = sorted(data.graph_first_view(run) if asked is None else asked)
         # Another run than the address's: its `open` named the other run's scopes.
         address = no_update if _query(query).get("run") in (None, run) else None
     elements, _legend, shown, shown_style, _summary, drawn = graph_page.draw(
