@@ -14,8 +14,8 @@ FIT_PADDING = 28.0
 # edge routes find the columns again from the members' x extents alone (column_spans).
 COLUMN_GAP = 40.0
 # A hole wider than this in the members' x extents parts two columns: between a node gap
-# (18 px) and COLUMN_GAP, clear of both whatever the rounding.
-COLUMN_HOLE = 30.0
+# (14 px) and COLUMN_GAP, clear of both whatever the rounding.
+COLUMN_HOLE = 27.0
 # Only a layout that one column would draw smaller than this zoom wraps (an open box as if
 # it were drawn alone): a chain that fits the window readably keeps its straight flow.
 READABLE = 1.0

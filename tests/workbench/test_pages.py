@@ -44,10 +44,10 @@ def state(trigger, run, tap=None, pattern="", current=None, query=None):
 def test_expanded_groups_follow_buttons_and_taps(recorded):
     run = recorded.run
     default, selected, _ = state(graph.RUN_DROPDOWN, run)
-    # Every scope open would fit the window below a readable zoom: the first view keeps
-    # the biggest, the gradients, closed (viz.first_view).
-    assert "gradients/layer1" in default_expansion(data.hierarchy(run))
-    assert "layer1" in default and "gradients" not in default and selected == ""
+    # Every scope of the default expansion open fits the window at a readable zoom, so the
+    # first view is all of it (viz.first_view).
+    assert default == sorted(default_expansion(data.hierarchy(run)))
+    assert "layer1" in default and "gradients/layer1" in default and selected == ""
     assert state(graph.COLLAPSE_BUTTON, run, current=default)[0] == []
     top, _, _ = state(graph.EXPAND_BUTTON, run, current=[])
     assert top == ["gradients", "layer1", "layer2", "loss", "train"]
