@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from engine.record.schema import GraphRecord
+from viz.search_pattern import MAX_SUBJECT, compile_search
 
 OP = "op"
 SCOPE = "scope"
@@ -535,12 +536,14 @@ def reveal(hierarchy: Hierarchy, expanded: Iterable[str], node: str) -> frozense
 
 
 def search(hierarchy: Hierarchy, pattern: str, limit: int = 50) -> list[str]:
-    """Node names matching the regular expression `pattern` (re.search), graph order, at
-    most `limit`; re.error for a pattern that does not compile."""
-    compiled = re.compile(pattern)
+    """Node names matching the regular expression `pattern` (re.search over each name's
+    first MAX_SUBJECT characters), graph order, at most `limit`; re.error for a pattern that
+    does not compile, UnsafePattern for one that could run for minutes
+    (viz.search_pattern)."""
+    compiled = compile_search(pattern)
     found = []
     for name in hierarchy.chains:
-        if compiled.search(name):
+        if compiled.search(name, 0, MAX_SUBJECT):
             found.append(name)
             if len(found) >= limit:
                 break

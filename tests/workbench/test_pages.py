@@ -71,6 +71,10 @@ def test_search_reveals_and_selects_the_first_match(recorded):
     assert told == "2 matches; showing gradients/layer2/MatMul_grad/MatMul_1."
     assert state(graph.SEARCH_BUTTON, run, pattern="(", current=[])[2].startswith(
         "Not a regular expression")
+    # a pattern that could backtrack for minutes is not run, and the page says why
+    assert state(graph.SEARCH_BUTTON, run, pattern="(a+)+$", current=["layer1"]) == (
+        ["layer1"], no_update, "Not searched: the search repeats a repeat, as (a+)+ does: it "
+        "could take minutes on long names; drop the inner + or *.")
     assert state(graph.SEARCH_BUTTON, run, pattern="nothing-here", current=[])[2] == (
         "No node matches 'nothing-here'.")
 

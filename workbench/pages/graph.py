@@ -30,6 +30,7 @@ from viz.graph_elements import (
 from viz.graph_svg import graph_svg
 from viz.hierarchy import OP, expand_level_within, reveal, search
 from viz.inspector import group_details, node_stats, op_details, step_details
+from viz.search_pattern import UnsafePattern
 from workbench import data
 from workbench.inputs import MAX_TEXT, BadInput, clipped, optional_text, scope_list, text
 from workbench.pages.common import (
@@ -305,6 +306,8 @@ def _found(run: str, expanded: frozenset[str], pattern: str) -> tuple[list[str],
         names = search(data.hierarchy(run), pattern)
     except re.error as exc:
         return sorted(expanded), no_update, f"Not a regular expression: {exc}."
+    except UnsafePattern as exc:
+        return sorted(expanded), no_update, f"Not searched: {exc}."
     if not names:
         return sorted(expanded), no_update, f"No node matches {clipped(pattern)}."
     tree = data.hierarchy(run)
