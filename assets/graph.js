@@ -4,8 +4,9 @@
 // prop 100 ms later (so that Python can read dragged positions); Dash then renders the
 // component again and it diffs every element once more. No callback reads those elements
 // (the server placed every node), so that round only cost each redraw a second pass over
-// the drawing, often before its first frame was painted. And a hovered node shows its
-// whole name when its label was cut short.
+// the drawing, often before its first frame was painted. A hovered node shows its whole
+// name when its label was cut short. And the Graph page's pan and zoom go to its address
+// (`zoom=0.8&pan=120,-40`, workbench/pages/graph_viewport.py) once the user stops moving.
 (function () {
     "use strict";
     let current;
@@ -35,6 +36,56 @@
         });
     }
 
+    const GRAPH_CANVAS = "graph-cytoscape";
+    const GRAPH_PATH = "/graph";
+    const SETTLE_MS = 300;      // a wheel or a drag fires many events: write the last
+
+    // The address's other parameters as they were written, without its zoom and pan.
+    function otherParts() {
+        return window.location.search.slice(1).split("&").filter(
+            (part) => part && !/^(zoom|pan)=/.test(part));
+    }
+
+    function setAddress(parts) {
+        const address = window.location.pathname + (parts.length ? "?" + parts.join("&") : "");
+        if (address !== window.location.pathname + window.location.search) {
+            window.history.replaceState(window.history.state, "", address);
+        }
+    }
+
+    function writeViewport(cy) {
+        const zoom = cy.zoom();
+        const pan = cy.pan();
+        if (![zoom, pan.x, pan.y].every(Number.isFinite)) {
+            return;
+        }
+        setAddress([...otherParts(), "zoom=" + Number(zoom.toFixed(3)),
+                    "pan=" + Math.round(pan.x) + "," + Math.round(pan.y)]);
+    }
+
+    // The user's pans and zooms (cytoscape's own events for a drag, a wheel, a pinch) go to
+    // the address; a new drawing fitted to the window (a layout with `fit`) takes them out
+    // again, since its view is the default one.
+    function followViewport(cy) {
+        const box = cy && typeof cy.container === "function" ? cy.container() : null;
+        if (!box || box.id !== GRAPH_CANVAS) {
+            return;
+        }
+        let timer = null;
+        const shown = () => window.location.pathname.endsWith(GRAPH_PATH) && !cy.destroyed();
+        cy.on("layoutstop", (event) => {
+            const options = event.layout && event.layout.options;
+            if (options && options.fit && shown()) {
+                window.clearTimeout(timer);
+                setAddress(otherParts());
+            }
+        });
+        cy.on("dragpan scrollzoom pinchzoom", () => {
+            window.clearTimeout(timer);
+            timer = window.setTimeout(() => shown() && writeViewport(cy), SETTLE_MS);
+        });
+    }
+
     Object.defineProperty(window, "cy", {
         configurable: true,
         get: () => current,
@@ -43,6 +94,7 @@
             queueMicrotask(() => {
                 quiet(cy);
                 hover(cy);
+                followViewport(cy);
             });
         },
     });

@@ -190,3 +190,69 @@ def test_the_address_keeps_the_search(dash_duo, demo_runs):
         "Not a regular expression: unterminated character set at position 7.")
     assert dash_duo.find_element("#graph-search-input").get_attribute("value") == "layer1/["
     assert dash_duo.get_logs() == []
+
+
+_VIEWPORT = """
+const cy = document.querySelector('#graph-cytoscape')._cyreg.cy;
+return [cy.zoom(), cy.pan().x, cy.pan().y];
+"""
+# As a drag on the background does: cytoscape pans, then says "dragpan".
+_DRAG_PAN = """
+const cy = document.querySelector('#graph-cytoscape')._cyreg.cy;
+cy.panBy({x: 50, y: 10});
+cy.emit('dragpan');
+"""
+# The canvas may narrow once as the page settles (a scrollbar comes), and cytoscape's
+# responsive mode then scales the view to keep the drawing's margins: a few per cent.
+NEAR = 0.05
+
+
+def _near(duo, zoom: float, x: float, y: float) -> bool:
+    at = duo.driver.execute_script(_VIEWPORT)
+    return bool(at) and abs(at[0] / zoom - 1) < NEAR and abs(at[1] - x) < 40 and abs(
+        at[2] - y) < 40
+
+
+def _written(duo) -> tuple[str, str]:
+    """The address's zoom and pan as the browser writes the view it shows."""
+    zoom, x, y = duo.driver.execute_script(_VIEWPORT)
+    return f"{round(zoom, 3):g}", f"{round(x)},{round(y)}"
+
+
+def test_the_address_keeps_the_pan_and_zoom(dash_duo, demo_runs):
+    """`zoom=Z&pan=X,Y` opens the drawing there; a pan (or zoom) is written to the address
+    once it settles, without a reload, and a reload comes back to it; a new drawing fitted
+    to the window takes them out; a bad value is told and the drawing fitted."""
+    logdir, runs = demo_runs
+    dash_duo.driver.set_window_size(1280, 800)
+    dash_duo.start_server(create_app(logdir))
+    open_page(dash_duo, f"/graph?run={runs[0]}&zoom=0.8&pan=120,-40")
+    wait_for_graph(dash_duo)
+    WebDriverWait(dash_duo.driver, 10).until(
+        lambda _d: _near(dash_duo, 0.8, 120, -40), message="the view was not restored")
+    dash_duo.wait_for_contains_text("#graph-summary-text", "nodes drawn")
+    dash_duo.driver.execute_script("window.__kept = true;")      # gone after a reload
+    dash_duo.driver.execute_script(_DRAG_PAN)
+    WebDriverWait(dash_duo.driver, 10).until(
+        lambda d: (_address(d).get("zoom"), _address(d).get("pan")) == _written(dash_duo)
+        and _address(d).get("run") == runs[0], message="the pan was not written")
+    assert dash_duo.driver.execute_script("return window.__kept === true;")
+    zoom, pan = _written(dash_duo)
+    dash_duo.driver.refresh()
+    wait_for_graph(dash_duo)
+    x, y = (float(part) for part in pan.split(","))
+    WebDriverWait(dash_duo.driver, 10).until(
+        lambda _d: _near(dash_duo, float(zoom), x, y), message="a reload lost the view")
+
+    dash_duo.find_element("#graph-collapse-button").click()
+    WebDriverWait(dash_duo.driver, 10).until(
+        lambda d: "zoom" not in _address(d) and "pan" not in _address(d)
+        and _address(d).get("open") == "", message="a fitted drawing kept the old view")
+    assert dash_duo.get_logs() == []
+
+    open_page(dash_duo, f"/graph?run={runs[0]}&zoom=abc&pan=120,-40")
+    wait_for_graph(dash_duo)
+    dash_duo.wait_for_contains_text(
+        "#graph-notice-text", "Not restoring the view: the address's zoom must be a number")
+    assert not _near(dash_duo, 0.8, 120, -40)
+    assert dash_duo.get_logs() == []

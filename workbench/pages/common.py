@@ -152,35 +152,51 @@ def address_stores(page: str, link: bool = False) -> list[dcc.Store]:
 
 
 def register_address(app: dash.Dash, page: str, path: str, address_of: Callable,
-                     *inputs: Input, link: str | None = None) -> None:
+                     *inputs: Input, link: str | None = None,
+                     keep: tuple[str, ...] = ()) -> None:
     """The address bar follows the page's choices: `address_of(*values of inputs)` (a server
     callback, run when the page loads and on each change) says the view's address, into
     the `link`'s href or the page's href store, and the browser sets it (address_setter:
-    replaceState, so no history entry per change and no reload)."""
+    replaceState, so no history entry per change and no reload). `keep`: parameters the
+    browser writes itself (the Graph page's pan and zoom), carried over from the address
+    bar."""
     own = address_ids(page)
     target = (link, "href") if link else (own["href"], "data")
     app.callback(Output(*target), *inputs)(address_of)
-    app.clientside_callback(address_setter(path), Output(own["set"], "data"), Input(*target),
-                            prevent_initial_call=True)
+    app.clientside_callback(address_setter(path, keep), Output(own["set"], "data"),
+                            Input(*target), prevent_initial_call=True)
 
 
-def address_setter(path: str) -> str:
+def address_setter(path: str, keep: tuple[str, ...] = ()) -> str:
     """A clientside callback body that puts the view's address (its input, an href) into the
     address bar without navigating, as the Replay page does; only while the page at `path` is
-    shown, since a link followed away may fire it once more."""
+    shown, since a link followed away may fire it once more. The parameters named in `keep`
+    that the address bar has and the href lacks are carried over as they are written."""
     return """
 function (href) {
     if (typeof href !== "string" || !window.location.pathname.endsWith(PAGE_PATH)) {
         return window.dash_clientside.no_update;
     }
     const address = new URL(href, window.location.href);
-    const shown = window.location.pathname + window.location.search;
-    if (address.pathname + address.search !== shown) {
-        window.history.replaceState(window.history.state, "", address.pathname + address.search);
+    const named = (part) => {
+        const name = part.split("=")[0];
+        try {
+            return decodeURIComponent(name);
+        } catch (error) {       // a stray % typed into the address
+            return name;
+        }
+    };
+    const have = new Set(address.search.slice(1).split("&").filter(Boolean).map(named));
+    const kept = window.location.search.slice(1).split("&").filter(
+        (part) => part && KEPT.includes(named(part)) && !have.has(named(part)));
+    const search = [address.search.slice(1), ...kept].filter(Boolean).join("&");
+    const wanted = address.pathname + (search ? "?" + search : "");
+    if (wanted !== window.location.pathname + window.location.search) {
+        window.history.replaceState(window.history.state, "", wanted);
     }
     return href;
 }
-""".replace("PAGE_PATH", json.dumps(path))
+""".replace("PAGE_PATH", json.dumps(path)).replace("KEPT", json.dumps(list(keep)))
 
 
 def loading(component_id: str, children) -> dcc.Loading:

@@ -1,12 +1,12 @@
 """Graph page (`/graph?run=NAME&step=N&node=NODE&color=MODE&partition=1&open=SCOPE,SCOPE
-&search=REGEX`): the recorded graph drawn with
+&search=REGEX&zoom=Z&pan=X,Y`): the recorded graph drawn with
 dash-cytoscape as TensorBoard draws it (expanded scopes and series as boxes, collapsed ones
 as counted nodes, edges routed around boxes, all laid out on the server and sent with the
 page), coloured by device, op type or a step's time or bytes, a partition view by device
 with labelled Send/Recv cuts, regex search, an inspector for the selected node, and SVG/PNG
-export. The run, step, selected node, colour, partition view, open scopes and the search last
-run are kept in the address as they change, so a reload or a copied address shows the same
-view."""
+export. The run, step, selected node, colour, partition view, open scopes, the search last
+run and the pan and zoom (graph_viewport) are kept in the address as they change, so a reload
+or a copied address shows the same view."""
 
 from __future__ import annotations
 
@@ -54,6 +54,7 @@ from workbench.pages.common import (
     run_options,
 )
 from workbench.pages.graph_inspector import INSPECTOR_HINT, inspector_panel
+from workbench.pages.graph_viewport import KEPT, MAX_ZOOM, MIN_ZOOM, address_viewport, restored
 
 PATH = "/graph"
 NAME = "Graph"
@@ -105,8 +106,11 @@ def initial_view(query: dict) -> dict:
     mode, partition, asked = view_choice(query)
     elements, legend, shown, shown_style, summary, drawn = draw(
         run, expanded, mode, step, partition, selected)
+    viewport, unread = address_viewport(query)
+    if not shown and _query(query)["run"] in (None, run):
+        drawn = restored(drawn, viewport)
     return {"runs": run_options_, "run": run, "notice": " ".join(
-                part for part in (notice, asked) if part),
+                part for part in (notice, asked, unread) if part),
             "steps": step_options, "step": step, "expanded": expanded, "selected": selected,
             "search": told, "pattern": address_search(query), "color": mode,
             "partition": partition, "elements": elements,
@@ -147,9 +151,9 @@ def address_search(query) -> str:
 def layout(run: str | None = None, step: str | None = None, node: str | None = None,
            color: str | None = None, partition: str | None = None,
            open: str | None = None, search: str | None = None,  # noqa: A002 -- its address name
-           **_query) -> html.Div:
+           zoom: str | None = None, pan: str | None = None, **_query) -> html.Div:
     query = {"run": run, "step": step, "node": node, "color": color, "partition": partition,
-             "open": open, "search": search}
+             "open": open, "search": search, "zoom": zoom, "pan": pan}
     first = initial_view(query)
     return html.Div([
         page_header("Graph", "Data flows down. Boxes are open scopes and series; a node "
@@ -199,7 +203,7 @@ def layout(run: str | None = None, step: str | None = None, node: str | None = N
                 cyto.Cytoscape(id=CYTO, elements=first["elements"], stylesheet=stylesheet(),
                                layout=first["layout"], className="graph-cytoscape",
                                style=CANVAS_STYLE,
-                               minZoom=0.05, maxZoom=4,
+                               minZoom=MIN_ZOOM, maxZoom=MAX_ZOOM,
                                boxSelectionEnabled=False, autounselectify=True,
                                # the server placed every node and routed every edge
                                autoungrabify=True,
@@ -331,7 +335,7 @@ def next_state(trigger: str | None, run: str | None, tap, pattern, current, sele
     tree = data.hierarchy(run)
     current = frozenset(frozenset(scope_list(current) or ()) & tree.groups.keys())
     if trigger == LIVE["store"]:       # a poll: only a new graph version redraws
-        if "graph" not in live_changed(live):
+        if not _new_graph(live):
             return no_update, no_update, no_update
         return sorted(current), no_update, no_update
     if trigger == COLLAPSE_BUTTON:
@@ -410,9 +414,17 @@ def update_state(run, _collapse, _expand, tap, _search, _submit, mode, step, par
     return (*state, searched)
 
 
+def _new_graph(live) -> bool:
+    """Whether a poll saw a new graph version of the run shown. A poll of other runs than the
+    last (the page's first, or after the run chooser moved) saw the run the page has just
+    drawn: redrawing it would only fit the view again, losing the address's pan and zoom."""
+    changed = live_changed(live)
+    return "graph" in changed and "runs" not in changed
+
+
 def _moved(trigger, woken, run, tap, mode, step, partition, pattern, current, selected, query,
            live) -> tuple:
-    if trigger is None or (trigger == LIVE["store"] and "graph" not in live_changed(live)):
+    if trigger is None or (trigger == LIVE["store"] and not _new_graph(live)):
         return _redrawn(run, current, mode, step, partition, selected,
                         frozenset(woken) & REDRAWS)
     expanded, chosen, told = next_state(trigger, run, tap, pattern, current, selected, query,
@@ -652,5 +664,5 @@ def register_callbacks(app: dash.Dash) -> None:
     register_address(app, "graph", PATH, view_address, Input(RUN_DROPDOWN, "value"),
                      Input(STEP_DROPDOWN, "value"), Input(SELECTED_STORE, "data"),
                      Input(COLOR_DROPDOWN, "value"), Input(PARTITION_CHECK, "value"),
-                     Input(EXPANDED_STORE, "data"), Input(SEARCH_STORE, "data"))
+                     Input(EXPANDED_STORE, "data"), Input(SEARCH_STORE, "data"), keep=KEPT)
     register_live(app, "graph", (RUN_DROPDOWN,), LIVE_PARTS)
