@@ -345,6 +345,12 @@ def test_graph_expansion_stays_and_redraws_only_for_a_new_graph_version(logdir):
         expanded, selected, said = graph.next_state(store, "live", None, "", opened, "x",
                                                     None, {"runs": {}, "changed": ["graph"]})
         assert expanded == opened and selected is no_update
+        # The page's first poll (or one after the run chooser moved) names every part: it
+        # saw the run just drawn, so nothing is drawn again (a redraw would fit the view
+        # anew and lose the address's pan and zoom).
+        assert "runs" in state["changed"] and "graph" in state["changed"]
+        assert graph.next_state(store, "live", None, "", opened, "x", None, state) == (
+            no_update,) * 3
 
 
 def test_alerts_placement_and_compare_take_the_poll(logdir, text_of):
