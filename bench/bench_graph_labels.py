@@ -4,7 +4,8 @@ first view, after opening each first-view group one by one, and after each "Expa
 the overlaps of labels (viz.graph_labels), edges through boxes they do not belong to
 (viz.edge_routes.crossings) and the zoom at which the figure fits the 1280x800 page's
 canvas (with the page's first view, viz.first_view, where it closes scopes of the default
-expansion). Not a test (tests/viz/test_graph_labels.py pins the same with no overlap).
+expansion; the partition view's own, as `partition=1` in the address opens). Not a test
+(tests/viz/test_graph_labels.py pins the same with no overlap).
 
 Usage: python bench/bench_graph_labels.py [--graphs demo inception towers digits]"""
 
@@ -109,9 +110,10 @@ def report(name: str, record, placements, cuts, facts, partition: bool = False) 
     tree = build_hierarchy(record)
     totals = Counter()
 
-    def zoom_of(expanded):
-        return element_fit_zoom(graph_elements(hierarchy_view(tree, expanded), record,
-                                               placements)[0])
+    def zoom_of(expanded):       # of the view drawn, as the page measures its first view
+        return element_fit_zoom(graph_elements(
+            hierarchy_view(tree, expanded), record, placements, partition=partition,
+            cuts=cuts if partition else ())[0])
     for title, expanded in views(tree, zoom_of):
         start = time.perf_counter()
         elements, _ = graph_elements(hierarchy_view(tree, expanded), record, placements,

@@ -616,30 +616,34 @@ def hierarchy(name: str) -> Hierarchy:
     return _cache.get((*key, "hierarchy"), build).value
 
 
-def graph_first_view(name: str) -> frozenset[str]:
+def graph_first_view(name: str, partition: bool = False) -> frozenset[str]:
     """The groups the Graph page opens when the address names none: the default expansion,
-    or fewer levels of it when its drawing would not fit the window readably
-    (viz.first_view); the drawings it measured stay cached for the page."""
+    or fewer levels of it when its drawing (split by device in the `partition` view, which
+    draws each scope once per device) would not fit the window readably (viz.first_view);
+    the drawings it measured stay cached for the page."""
     if graph(name) is None:
         return frozenset()
     record, key = _graph_key(name)
     tree = hierarchy(name)
 
     def zoom_of(expanded: frozenset[str]) -> float:
-        return element_fit_zoom(default_elements(name, expanded)[0])
-    return _cache.get((*key, "first_view"), lambda: first_view(tree, zoom_of))
+        return element_fit_zoom(default_elements(name, expanded, partition)[0])
+    return _cache.get((*key, "first_view", partition), lambda: first_view(tree, zoom_of))
 
 
-def default_elements(name: str, expanded: frozenset[str]) -> tuple[list, list]:
-    """The Graph page's (elements, legend) in its default colours, not split by device."""
+def default_elements(name: str, expanded: frozenset[str], partition: bool = False
+                     ) -> tuple[list, list]:
+    """The Graph page's (elements, legend) in its default colours with no step chosen, as
+    its draw builds them (the partition view with the run's cut edges)."""
     record = graph(name)
     drawn = view(name, expanded)
 
     def build() -> tuple[list, list]:
         return graph_elements(drawn, record, placements(name, record.version),
-                              DEFAULT_COLOR_MODE, step_facts(None, ()), False, (),
-                              devices(name))
-    return graph_elements_for(name, drawn.expanded, DEFAULT_COLOR_MODE, None, False, build)
+                              DEFAULT_COLOR_MODE, step_facts(None, ()), partition,
+                              cut_edges(name) if partition else (), devices(name))
+    return graph_elements_for(name, drawn.expanded, DEFAULT_COLOR_MODE, None, partition,
+                              build)
 
 
 def view(name: str, expanded: frozenset[str]) -> HierarchyView:

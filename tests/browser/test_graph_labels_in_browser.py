@@ -1,8 +1,9 @@
 """The Graph page's labels as Chromium draws them (cytoscape's own label boxes, read back at
-1280x800): on the demo's graph, its partition view (cut edges labelled), the Inception-sized
-sample with a mixed block opened and after each of three "Expand a level", no two labels
-meet and no label lies on a node it does not belong to; and the width the layout allows
-each label (viz.graph_labels.text_width) is never less than the drawn one."""
+1280x800): on the demo's graph, its partition view (cut edges labelled; also at the partition
+view's own first view), the Inception-sized sample with a mixed block opened and after each
+of three "Expand a level", no two labels meet and no label lies on a node it does not belong
+to; and the width the layout allows each label (viz.graph_labels.text_width) is never less
+than the drawn one."""
 
 from __future__ import annotations
 
@@ -128,6 +129,14 @@ def test_no_label_meets_another_or_a_node_it_is_not_on(dash_duo, graph_runs):
     check_page(dash_duo, "/graph?run=demo")
     drawn = check_page(dash_duo, "/graph?run=demo", partition=True)
     assert sum(kind == "edge" for _, kind, *_ in drawn) >= 10
+    # the partition view's own first view, as its address opens it
+    open_page(dash_duo, "/graph?run=demo&partition=1")
+    read_labels(dash_duo)
+    drawn = WebDriverWait(dash_duo.driver, 10, poll_frequency=0.3).until(
+        lambda driver: [found for found in driver.execute_script(_LABELS)
+                        if found[1] == "edge"] and driver.execute_script(_LABELS),
+        message="the partition view drew no cut edge labels")
+    checked("/graph?run=demo&partition=1", drawn)
     drawn = check_page(dash_duo, f"/graph?run=inception&node={OPENED}")
     assert OPENED in {ident for ident, *_ in drawn}
     open_page(dash_duo, "/graph?run=inception")

@@ -245,3 +245,21 @@ def test_a_run_with_only_scalars_has_no_graph_and_no_placements(empty_logdir):
     rows, log, count = placement.placement_content("scalars-only", "", [], [])
     assert rows == [] and count == "0 of 0 nodes, 0 soft fallbacks"
     assert log == "(no placements match)"
+
+
+def test_the_partition_view_opens_its_own_readable_first_view(recorded):
+    """The partition view draws each scope once per device, so with `partition=1` and no
+    `open` the page closes scopes until that drawing reads (viz.first_view over it)."""
+    from viz.first_view import READABLE_ZOOM, element_fit_zoom
+    run = recorded.run
+    plain, split = data.graph_first_view(run), data.graph_first_view(run, partition=True)
+    assert element_fit_zoom(data.default_elements(run, split, True)[0]) >= READABLE_ZOOM
+    assert element_fit_zoom(data.default_elements(run, plain, True)[0]) < READABLE_ZOOM
+    assert split < plain                     # further along the same closings
+    first = graph.initial_view({"run": run, "partition": "1"})
+    assert first["expanded"] == sorted(split) and first["partition"] == [graph.PARTITION]
+    assert "open=" not in graph.view_address(run, None, "", "device", [graph.PARTITION],
+                                             sorted(split))
+    assert "open=" in graph.view_address(run, None, "", "device", [graph.PARTITION],
+                                         sorted(plain))
+    assert graph.initial_view({"run": run})["expanded"] == sorted(plain)

@@ -102,8 +102,9 @@ def initial_view(query: dict) -> dict:
     with a message, as its callback does."""
     run_options_, run, notice = run_choice(query)
     step_options, step = step_choice(run, query)
-    expanded, selected, told = next_state(None, run, None, None, None, "", query)
     mode, partition, asked = view_choice(query)
+    expanded, selected, told = next_state(None, run, None, None, None, "", query,
+                                          partition=partition)
     elements, legend, shown, shown_style, summary, drawn = draw(
         run, expanded, mode, step, partition, selected)
     viewport, unread = address_viewport(query)
@@ -322,7 +323,7 @@ def _found(run: str, expanded: frozenset[str], pattern: str) -> tuple[list[str],
 
 @answers(lambda problem: ([], "", problem))
 def next_state(trigger: str | None, run: str | None, tap, pattern, current, selected,
-               query, live=None) -> tuple[list[str], str, str]:
+               query, live=None, partition=None) -> tuple[list[str], str, str]:
     """(expanded groups, selected id, search message) after `trigger`: a new run opens its
     default view (revealing the address's node), the buttons collapse all or open a level,
     a tap on a closed scope or series opens it and on an open one closes it, a search
@@ -360,15 +361,16 @@ def next_state(trigger: str | None, run: str | None, tap, pattern, current, sele
         if not pattern:
             return no_update, no_update, ""
         return _found(run, current, pattern)
-    return _first_view(run, query)
+    return _first_view(run, query, _partition(partition))
 
 
-def _first_view(run: str, query) -> tuple[list[str], str, str]:
-    """The address's view of the run: its open scopes (`open`; absent: the default view)
-    with its node revealed and selected, else its search's first match (`search`, as the
-    search box finds it); another run's address opens the default view."""
+def _first_view(run: str, query, split: bool = False) -> tuple[list[str], str, str]:
+    """The address's view of the run: its open scopes (`open`; absent: the first view, of
+    the partition view when `split`) with its node revealed and selected, else its
+    search's first match (`search`, as the search box finds it); another run's address
+    opens the first view."""
     tree = data.hierarchy(run)
-    expanded = data.graph_first_view(run)
+    expanded = data.graph_first_view(run, split)
     asked = _query(query)
     node = asked["node"]
     if asked["run"] not in (None, run):
@@ -428,7 +430,7 @@ def _moved(trigger, woken, run, tap, mode, step, partition, pattern, current, se
         return _redrawn(run, current, mode, step, partition, selected,
                         frozenset(woken) & REDRAWS)
     expanded, chosen, told = next_state(trigger, run, tap, pattern, current, selected, query,
-                                        live)
+                                        live, partition)
     if expanded is no_update and chosen is no_update:
         return (expanded, chosen, told) + (no_update,) * 6
     drawn = draw(run, current if expanded is no_update else expanded, mode, step, partition,
@@ -582,8 +584,8 @@ def inspect(run: str | None, selected, step):
 def view_address(run, step, selected, mode, partition, expanded, searched=None) -> str:
     """The address of the current view, as the layout reads it back: the run, the step when
     one is chosen, the selected node (by name), a colour other than the default, the
-    partition view, the open scopes when they are not the run's default view, and the
-    search last run."""
+    partition view, the open scopes when they are not the first view of what is shown
+    (the partition view has its own), and the search last run."""
     if not run:
         return PATH
     run = data.check_name(run)
@@ -597,7 +599,7 @@ def view_address(run, step, selected, mode, partition, expanded, searched=None) 
         return address(PATH, query)
     tree = data.hierarchy(run)
     opened = sorted(frozenset(scope_list(expanded) or ()) & tree.groups.keys())
-    if opened != sorted(data.graph_first_view(run)):
+    if opened != sorted(data.graph_first_view(run, _partition(partition))):
         query["open"] = opened if opened else ""
     selected = text(selected, "the selected node") if isinstance(selected, str) else ""
     if selected in tree.groups:
