@@ -47,16 +47,21 @@ LINKED_PAGES = ("graph", "placement", "scalars", "alerts", "histograms", "images
 
 
 def layout(page: str | None = None, **_query) -> html.Div:
+    """The page with its first table and pager in it: a fresh page draws its rows with the
+    layout instead of after one more callback round trip; the callbacks redraw them on each
+    refresh and page turn."""
+    shown = address_page(page)
+    shows, pager_style = pager(None, shown)
     return html.Div([
         page_header("Runs", "Every run in the log directory; refreshed every few seconds."),
         dcc.Interval(id=REFRESH_INTERVAL, interval=REFRESH_MS),
-        dcc.Store(id=PAGE_STORE, data=address_page(page)), *address_stores("runs"),
-        html.Div(id=PAGER_DIV, className="controls", style=HIDDEN, children=[
+        dcc.Store(id=PAGE_STORE, data=shown), *address_stores("runs"),
+        html.Div(id=PAGER_DIV, className="controls", style=pager_style, children=[
             html.Button("Previous", id=PREVIOUS_BUTTON, className="button"),
-            html.Span(id=PAGE_TEXT, className="page-text"),
+            html.Span(shows, id=PAGE_TEXT, className="page-text"),
             html.Button("Next", id=NEXT_BUTTON, className="button"),
         ]),
-        loading(TABLE_LOADING, html.Div(id=TABLE_DIV)),
+        loading(TABLE_LOADING, html.Div(runs_table(None, shown), id=TABLE_DIV)),
     ])
 
 
@@ -164,10 +169,11 @@ def _turn_page(_previous: int | None, _next: int | None, page: int | None) -> in
 
 
 def register_callbacks(app: dash.Dash) -> None:
+    once = {"prevent_initial_call": True}       # the layout drew the first table and pager
     app.callback(Output(TABLE_DIV, "children"), Input(REFRESH_INTERVAL, "n_intervals"),
-                 Input(PAGE_STORE, "data"))(runs_table)
+                 Input(PAGE_STORE, "data"), **once)(runs_table)
     app.callback(Output(PAGE_TEXT, "children"), Output(PAGER_DIV, "style"),
-                 Input(REFRESH_INTERVAL, "n_intervals"), Input(PAGE_STORE, "data"))(pager)
+                 Input(REFRESH_INTERVAL, "n_intervals"), Input(PAGE_STORE, "data"), **once)(pager)
     app.callback(Output(PAGE_STORE, "data"), Input(PREVIOUS_BUTTON, "n_clicks"),
                  Input(NEXT_BUTTON, "n_clicks"), State(PAGE_STORE, "data"),
                  prevent_initial_call=True)(_turn_page)
