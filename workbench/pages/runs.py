@@ -51,7 +51,7 @@ def layout(page: str | None = None, **_query) -> html.Div:
     layout instead of after one more callback round trip; the callbacks redraw them on each
     refresh and page turn."""
     shown = address_page(page)
-    shows, pager_style = pager(None, shown)
+    table, (shows, pager_style) = first_view(shown)
     return html.Div([
         page_header("Runs", "Every run in the log directory; refreshed every few seconds."),
         dcc.Interval(id=REFRESH_INTERVAL, interval=REFRESH_MS),
@@ -61,7 +61,7 @@ def layout(page: str | None = None, **_query) -> html.Div:
             html.Span(shows, id=PAGE_TEXT, className="page-text"),
             html.Button("Next", id=NEXT_BUTTON, className="button"),
         ]),
-        loading(TABLE_LOADING, html.Div(runs_table(None, shown), id=TABLE_DIV)),
+        loading(TABLE_LOADING, html.Div(table, id=TABLE_DIV)),
     ])
 
 
@@ -124,11 +124,21 @@ def _page(value) -> int:
     return inputs.step_number(value, "the page") or 0
 
 
+@answers(lambda problem: (message(problem), ("", HIDDEN)))
+def first_view(page: int) -> tuple:
+    """(the table, the pager's text and style) of `page` from one listing, for the layout."""
+    infos = data.runs()
+    return _table(infos, page), _pager(infos, page)
+
+
 @answers(message)
 def runs_table(_n_intervals: int | None, page: int | None = 0) -> html.Table | html.P:
     """The table of one page of the folders in the log directory, by name (the last page
     when `page` is past it); a message when empty."""
-    infos = data.runs()
+    return _table(data.runs(), page)
+
+
+def _table(infos: list[RunInfo], page) -> html.Table | html.P:
     if not infos:
         return message("No runs in the log directory yet. Record one with RunWriter or "
                        "`workbench demo`.", EMPTY_TEXT)
@@ -144,7 +154,11 @@ def runs_table(_n_intervals: int | None, page: int | None = 0) -> html.Table | h
 def pager(_n_intervals: int | None, page: int | None = 0) -> tuple[str, dict]:
     """Which rows the table shows, and the pager's style: hidden while one page holds every
     run (the listing is cached: asking it twice reads no run again)."""
-    count = len(data.runs())
+    return _pager(data.runs(), page)
+
+
+def _pager(infos: list[RunInfo], page) -> tuple[str, dict]:
+    count = len(infos)
     page = min(_page(page), _last_page(count))
     first = page * PAGE_ROWS + 1
     shows = f"Runs {first}–{min(count, first + PAGE_ROWS - 1)} of {count}"
