@@ -12,7 +12,7 @@ from pathlib import Path
 import dash
 from dash import dcc, html
 
-from workbench import data, plotly_js, request_checks
+from workbench import cytoscape_js, data, plotly_js, request_checks
 from workbench.pages import (
     alerts,
     compare,
@@ -67,7 +67,8 @@ def _callback_failed(exc: Exception) -> None:
 
 def create_app(logdir: str | os.PathLike, full_plotly: bool = False) -> dash.Dash:
     """The workbench for the runs in `logdir`; serve it with app.run(host, port). The browser
-    gets plotly.js's basic bundle (plotly_js), or Dash's full one with `full_plotly`."""
+    gets plotly.js's basic bundle (plotly_js), or Dash's full one with `full_plotly`, and
+    dash-cytoscape's only where a canvas needs it (cytoscape_js)."""
     data.set_logdir(logdir)
     app = dash.Dash(
         __name__, use_pages=True, pages_folder="", assets_folder=str(ASSETS),
@@ -79,6 +80,7 @@ def create_app(logdir: str | os.PathLike, full_plotly: bool = False) -> dash.Das
         page.register_callbacks(app)
     app.layout = _shell(_shown_logdir(logdir))
     request_checks.install(app)
+    cytoscape_js.install()
     if not full_plotly:
         plotly_js.install(app)
     return app

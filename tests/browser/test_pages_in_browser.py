@@ -90,10 +90,19 @@ def test_a_scalars_address_opens_its_view_and_the_axis_and_scale_switch(workbenc
     assert workbench.get_logs() == []
 
 
+CYTOSCAPE_FETCHES = ("return performance.getEntriesByType('resource')"
+                     ".filter(e => e.name.includes('dash_cytoscape.min.js')).length")
+
+
 def test_from_a_run_to_its_graph_inspector_then_to_its_loss(workbench, recorded_runs):
+    """Also: the Runs page does not fetch dash-cytoscape's bundle; the Graph page, reached
+    in the app, fetches it once (assets/cytoscape.js)."""
     run = recorded_runs.run
-    workbench.wait_for_element(f".runs-table a[href='/graph?run={run}']").click()
+    link = workbench.wait_for_element(f".runs-table a[href='/graph?run={run}']")
+    assert workbench.driver.execute_script(CYTOSCAPE_FETCHES) == 0
+    link.click()
     wait_for_graph(workbench)
+    assert workbench.driver.execute_script(CYTOSCAPE_FETCHES) == 1
     click_node(workbench, recorded_runs.node)
     workbench.wait_for_contains_text(".inspector-title", recorded_runs.node)
     workbench.wait_for_contains_text(".inspector-op", recorded_runs.node_op)
