@@ -12,7 +12,7 @@ from pathlib import Path
 import dash
 from dash import dcc, html
 
-from workbench import cytoscape_js, data, plotly_js, request_checks
+from workbench import cytoscape_js, data, first_page, plotly_js, request_checks
 from workbench.pages import (
     alerts,
     compare,
@@ -37,7 +37,8 @@ NAV_ID = "app-nav-div"
 _log = logging.getLogger("workbench")
 
 
-def _shell(logdir: str) -> html.Div:
+def _shell(logdir: str, container) -> html.Div:
+    """The header and nav around `container` (where Dash's pages go: first_page's)."""
     links = [dcc.Link(page.NAME, href=page.PATH, className="nav-link",
                       id=f"app-nav-{page.NAME.lower()}-link") for page in PAGES]
     return html.Div(className="app", children=[
@@ -46,7 +47,7 @@ def _shell(logdir: str) -> html.Div:
             html.Nav(links, id=NAV_ID, className="nav"),
             html.Span(f"logdir: {logdir}", className="app-logdir", title=logdir),
         ]),
-        html.Main(dash.page_container, className="app-main"),
+        html.Main(container, className="app-main"),
     ])
 
 
@@ -78,7 +79,8 @@ def create_app(logdir: str | os.PathLike, full_plotly: bool = False) -> dash.Das
         dash.register_page(page.__name__, path=page.PATH, name=page.NAME, title=f"{page.NAME} · "
                            f"{TITLE}", order=order, layout=page.layout)
         page.register_callbacks(app)
-    app.layout = _shell(_shown_logdir(logdir))
+    shown = _shown_logdir(logdir)
+    app.layout = lambda: _shell(shown, first_page.page_container(app))
     request_checks.install(app)
     cytoscape_js.install()
     if not full_plotly:
