@@ -80,11 +80,16 @@ LAYOUT_BYTES = ("return performance.getEntriesByType('resource')"
 def test_a_scalars_address_opens_its_view_and_the_axis_and_scale_switch(workbench,
                                                                          recorded_runs):
     """The page loaded at an address comes in Dash's first layout, its figure with it
-    (workbench/first_page.py: the bare shell is about 3 kB), titled as the router titles it."""
+    (workbench/first_page.py: the bare shell is about 3 kB), titled as the router titles it;
+    dcc's graph chunk is fetched once."""
     run = recorded_runs.run
     open_page(workbench, f"/scalars?run={run}&tag=loss&x=relative")
     workbench.wait_for_element("#scalars-curves-div .js-plotly-plot .scatterlayer .trace")
     assert workbench.driver.execute_script(LAYOUT_BYTES) > 8_000
+    # assets/scalars.js fetched dcc's graph chunk as the page loaded; dcc's loader took it.
+    assert workbench.driver.execute_script(
+        "return performance.getEntriesByType('resource')"
+        ".filter(e => e.name.endsWith('/dcc/async-graph.js')).length") == 1
     WebDriverWait(workbench.driver, WAIT_S).until(lambda d: d.title == "Scalars · Workbench")
     workbench.wait_for_contains_text("#scalars-curves-div .xtitle", "relative time")
     workbench.wait_for_contains_text("#scalars-curves-div .legend", run)
