@@ -25,7 +25,8 @@ The runs hold the scalar blocks RunWriter commits (the curves are drawn from the
 --without-blocks they are stores as written before blocks (schema 4: every value is read),
 the before figure on this checkout. With --against DIR the browser part also runs DIR's
 `workbench serve` (another checkout, say main), in turn with this one's, each on the same
-store at the same time (a checkout older than schema 5 needs --without-blocks).
+store at the same time, for the Scalars and the Runs page (a checkout older than schema 5
+needs --without-blocks).
 
 With --million, also one run with a 1,000,000-point tag: a curve with a cold cache (data.curve,
 1,200 and 544 points) drawn from its blocks, beside the same store without blocks (every value
@@ -171,9 +172,10 @@ setTimeout(check, 4);
 # The 30 traces of the 15 curves (raw and smoothed).
 CURVES_DRAWN = drawn_clock("#scalars-curves-div .js-plotly-plot .scatterlayer .trace", 30)
 # The end of the largest Dash response: the page's layout with its curves (the Runs page's
-# table).
+# table), from the router's callback or, since workbench/first_page.py, the first layout.
 CURVES_ARRIVED = ("return Math.max(...performance.getEntriesByType('resource')"
-                  ".filter(e => e.name.includes('_dash-update-component'))"
+                  ".filter(e => e.name.includes('_dash-update-component')"
+                  " || e.name.endsWith('/_dash-layout'))"
                   ".sort((a, b) => b.encodedBodySize - a.encodedBodySize).slice(0, 1)"
                   ".map(e => e.responseEnd))")
 
@@ -295,11 +297,13 @@ def _peer_in_browser(driver, logdir: Path) -> float:
 RUN_ROWS = ".runs-table .run-row"
 
 
-def runs_browser(logdir: Path, servers: int = 3) -> tuple[dict, list[Navigation]] | None:
-    """({"started", "fresh": navigations to the Runs page until its first page of rows is
-    drawn}, peer navigations), or None without a driver; "started" and "fresh" as in
-    browser(). The peer: a new browser profile opening a bare HTML page with every run's row
-    (the same cells and links, no framework): the floor of drawing the listing."""
+def runs_browser(logdir: Path, servers: int = 3, trees: tuple[Path, ...] = (ROOT,)
+                 ) -> tuple[dict, list[Navigation]] | None:
+    """({tree: {"started", "fresh": navigations to the Runs page until its first page of
+    rows is drawn}}, peer navigations), or None without a driver; "started" and "fresh" as
+    in browser(), each of `trees`' servers in turn. The peer: a new browser profile opening
+    a bare HTML page with every run's row (the same cells and links, no framework): the
+    floor of drawing the listing."""
     import shutil
 
     from workbench.pages import runs as runs_page
@@ -308,15 +312,16 @@ def runs_browser(logdir: Path, servers: int = 3) -> tuple[dict, list[Navigation]
         return None
     infos = list_runs(logdir)
     clock = drawn_clock(RUN_ROWS, min(len(infos), runs_page.PAGE_ROWS))
-    found = {"started": [], "fresh": []}
+    found = {tree: {"started": [], "fresh": []} for tree in trees}
     peer = []
     page = Path(tempfile.mkdtemp()) / "runs.html"
     page.write_text(_bare_runs_table(infos))
-    for _ in range(servers):
-        with Server(ROOT, logdir) as server:
-            url = f"http://127.0.0.1:{server.port}/"
-            found["started"] += _fresh(clock, url)
-            found["fresh"] += _fresh(clock, url)
+    for k in range(servers):
+        for tree in (trees if k % 2 == 0 else trees[::-1]):
+            with Server(tree, logdir) as server:
+                url = f"http://127.0.0.1:{server.port}/"
+                found[tree]["started"] += _fresh(clock, url)
+                found[tree]["fresh"] += _fresh(clock, url)
         peer += _fresh(drawn_clock(RUN_ROWS, len(infos)), f"file://{page}")
     return found, peer
 
@@ -507,11 +512,17 @@ def main() -> None:
               f"{t['refresh']:6.3f} s; Runs table {t['table']:6.3f} s (goal <= 1 s), refresh "
               f"{t['table_refresh']:6.3f} s   bare sqlite open+select {t['floor']:6.3f} s   "
               f"ratio {t['table'] / t['floor']:.2f}x   {load()}")
-        drawn = None if args.no_browser else runs_browser(many_dir, args.servers)
+        trees = (ROOT,) + (() if args.against is None else (args.against.resolve(),))
+        drawn = None if args.no_browser else runs_browser(many_dir, args.servers, trees)
         if drawn is not None:
             from workbench.pages.runs import PAGE_ROWS
 
             found, peer = drawn
+            for tree in trees[1:]:
+                for key, what in (("started", "server just started"), ("fresh", "server warm")):
+                    print(f"  Runs page, navigation -> rows drawn, fresh browser, {what} "
+                          f"[{tree}]: {spread(found[tree][key], 'table')}")
+            found = found[ROOT]
             for key, what in (("started", "server just started"), ("fresh", "server warm")):
                 print(f"  Runs page ({PAGE_ROWS} rows a page), navigation -> rows drawn, fresh "
                       f"browser, {what}: {spread(found[key], 'table')}")

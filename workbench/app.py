@@ -12,7 +12,7 @@ from pathlib import Path
 import dash
 from dash import dcc, html
 
-from workbench import data, plotly_js, request_checks
+from workbench import cytoscape_js, data, first_page, plotly_js, request_checks
 from workbench.pages import (
     alerts,
     compare,
@@ -37,7 +37,8 @@ NAV_ID = "app-nav-div"
 _log = logging.getLogger("workbench")
 
 
-def _shell(logdir: str) -> html.Div:
+def _shell(logdir: str, container) -> html.Div:
+    """The header and nav around `container` (where Dash's pages go: first_page's)."""
     links = [dcc.Link(page.NAME, href=page.PATH, className="nav-link",
                       id=f"app-nav-{page.NAME.lower()}-link") for page in PAGES]
     return html.Div(className="app", children=[
@@ -46,7 +47,7 @@ def _shell(logdir: str) -> html.Div:
             html.Nav(links, id=NAV_ID, className="nav"),
             html.Span(f"logdir: {logdir}", className="app-logdir", title=logdir),
         ]),
-        html.Main(dash.page_container, className="app-main"),
+        html.Main(container, className="app-main"),
     ])
 
 
@@ -67,7 +68,8 @@ def _callback_failed(exc: Exception) -> None:
 
 def create_app(logdir: str | os.PathLike, full_plotly: bool = False) -> dash.Dash:
     """The workbench for the runs in `logdir`; serve it with app.run(host, port). The browser
-    gets plotly.js's basic bundle (plotly_js), or Dash's full one with `full_plotly`."""
+    gets plotly.js's basic bundle (plotly_js), or Dash's full one with `full_plotly`, and
+    dash-cytoscape's only where a canvas needs it (cytoscape_js)."""
     data.set_logdir(logdir)
     app = dash.Dash(
         __name__, use_pages=True, pages_folder="", assets_folder=str(ASSETS),
@@ -77,8 +79,10 @@ def create_app(logdir: str | os.PathLike, full_plotly: bool = False) -> dash.Das
         dash.register_page(page.__name__, path=page.PATH, name=page.NAME, title=f"{page.NAME} · "
                            f"{TITLE}", order=order, layout=page.layout)
         page.register_callbacks(app)
-    app.layout = _shell(_shown_logdir(logdir))
+    shown = _shown_logdir(logdir)
+    app.layout = lambda: _shell(shown, first_page.page_container(app))
     request_checks.install(app)
+    cytoscape_js.install()
     if not full_plotly:
         plotly_js.install(app)
     return app

@@ -73,10 +73,24 @@ def test_scalars_page_overlays_the_runs(workbench, recorded_runs):
     assert workbench.get_logs() == []
 
 
+LAYOUT_BYTES = ("return performance.getEntriesByType('resource')"
+                ".filter(e => e.name.endsWith('/_dash-layout'))[0].encodedBodySize")
+
+
 def test_a_scalars_address_opens_its_view_and_the_axis_and_scale_switch(workbench,
                                                                          recorded_runs):
+    """The page loaded at an address comes in Dash's first layout, its figure with it
+    (workbench/first_page.py: the bare shell is about 3 kB), titled as the router titles it;
+    dcc's graph chunk is fetched once."""
     run = recorded_runs.run
     open_page(workbench, f"/scalars?run={run}&tag=loss&x=relative")
+    workbench.wait_for_element("#scalars-curves-div .js-plotly-plot .scatterlayer .trace")
+    assert workbench.driver.execute_script(LAYOUT_BYTES) > 8_000
+    # assets/scalars.js fetched dcc's graph chunk as the page loaded; dcc's loader took it.
+    assert workbench.driver.execute_script(
+        "return performance.getEntriesByType('resource')"
+        ".filter(e => e.name.endsWith('/dcc/async-graph.js')).length") == 1
+    WebDriverWait(workbench.driver, WAIT_S).until(lambda d: d.title == "Scalars · Workbench")
     workbench.wait_for_contains_text("#scalars-curves-div .xtitle", "relative time")
     workbench.wait_for_contains_text("#scalars-curves-div .legend", run)
     workbench.find_element("#scalars-x-axis-radio input[value='wall']").click()
@@ -90,10 +104,19 @@ def test_a_scalars_address_opens_its_view_and_the_axis_and_scale_switch(workbenc
     assert workbench.get_logs() == []
 
 
+CYTOSCAPE_FETCHES = ("return performance.getEntriesByType('resource')"
+                     ".filter(e => e.name.includes('dash_cytoscape.min.js')).length")
+
+
 def test_from_a_run_to_its_graph_inspector_then_to_its_loss(workbench, recorded_runs):
+    """Also: the Runs page does not fetch dash-cytoscape's bundle; the Graph page, reached
+    in the app, fetches it once (assets/cytoscape.js)."""
     run = recorded_runs.run
-    workbench.wait_for_element(f".runs-table a[href='/graph?run={run}']").click()
+    link = workbench.wait_for_element(f".runs-table a[href='/graph?run={run}']")
+    assert workbench.driver.execute_script(CYTOSCAPE_FETCHES) == 0
+    link.click()
     wait_for_graph(workbench)
+    assert workbench.driver.execute_script(CYTOSCAPE_FETCHES) == 1
     click_node(workbench, recorded_runs.node)
     workbench.wait_for_contains_text(".inspector-title", recorded_runs.node)
     workbench.wait_for_contains_text(".inspector-op", recorded_runs.node_op)

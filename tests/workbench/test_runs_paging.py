@@ -58,3 +58,36 @@ def test_a_bad_page_number_is_a_message(many, page, text_of):
     assert "The page must be a step number" in text_of(runs.runs_table(None, page))
     assert runs.pager(None, page) == ("", runs.HIDDEN)
     assert runs.turned_page(runs.NEXT_BUTTON, page) == 0
+
+
+def _by_id(component, ident):
+    """The component with `ident` inside `component` (None when there is none)."""
+    if getattr(component, "id", None) == ident:
+        return component
+    children = getattr(component, "children", None)
+    for child in children if isinstance(children, (list, tuple)) else [children]:
+        if hasattr(child, "to_plotly_json") and (found := _by_id(child, ident)) is not None:
+            return found
+    return None
+
+
+@pytest.mark.parametrize("page, first, shows", [(None, "run-00", "Runs 1–4 of 10"),
+                                                ("3", "run-08", "Runs 9–10 of 10")])
+def test_the_layout_holds_the_first_table_and_pager(many, page, first, shows):
+    """The page's first rows come with its layout (no callback round trip before they draw):
+    the page the address names, its pager shown."""
+    page_layout = runs.layout(page=page)
+    table = _by_id(page_layout, runs.TABLE_DIV).children
+    assert _names(table)[0] == first
+    assert _by_id(page_layout, runs.PAGE_TEXT).children == shows
+    assert _by_id(page_layout, runs.PAGER_DIV).style == runs.SHOWN
+
+
+def test_the_layout_of_an_empty_logdir_says_so(tmp_path):
+    data.set_logdir(tmp_path)
+    try:
+        page_layout = runs.layout()
+    finally:
+        data.set_logdir("runs")
+    assert _by_id(page_layout, runs.TABLE_DIV).children.id == runs.EMPTY_TEXT
+    assert _by_id(page_layout, runs.PAGER_DIV).style == runs.HIDDEN

@@ -81,5 +81,5 @@ def test_pages_show_the_logdir_relative_to_where_the_server_started(tmp_path, mo
     from workbench.app import create_app
     (tmp_path / "runs").mkdir()
     monkeypatch.chdir(tmp_path)
-    shell = str(create_app(tmp_path / "runs").layout)
+    shell = str(create_app(tmp_path / "runs").layout())     # built for each page load
     assert "logdir: runs" in shell and str(tmp_path) not in shell

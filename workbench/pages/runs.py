@@ -47,16 +47,21 @@ LINKED_PAGES = ("graph", "placement", "scalars", "alerts", "histograms", "images
 
 
 def layout(page: str | None = None, **_query) -> html.Div:
+    """The page with its first table and pager in it: a fresh page draws its rows with the
+    layout instead of after one more callback round trip; the callbacks redraw them on each
+    refresh and page turn."""
+    shown = address_page(page)
+    table, (shows, pager_style) = first_view(shown)
     return html.Div([
         page_header("Runs", "Every run in the log directory; refreshed every few seconds."),
         dcc.Interval(id=REFRESH_INTERVAL, interval=REFRESH_MS),
-        dcc.Store(id=PAGE_STORE, data=address_page(page)), *address_stores("runs"),
-        html.Div(id=PAGER_DIV, className="controls", style=HIDDEN, children=[
+        dcc.Store(id=PAGE_STORE, data=shown), *address_stores("runs"),
+        html.Div(id=PAGER_DIV, className="controls", style=pager_style, children=[
             html.Button("Previous", id=PREVIOUS_BUTTON, className="button"),
-            html.Span(id=PAGE_TEXT, className="page-text"),
+            html.Span(shows, id=PAGE_TEXT, className="page-text"),
             html.Button("Next", id=NEXT_BUTTON, className="button"),
         ]),
-        loading(TABLE_LOADING, html.Div(id=TABLE_DIV)),
+        loading(TABLE_LOADING, html.Div(table, id=TABLE_DIV)),
     ])
 
 
@@ -119,11 +124,21 @@ def _page(value) -> int:
     return inputs.step_number(value, "the page") or 0
 
 
+@answers(lambda problem: (message(problem), ("", HIDDEN)))
+def first_view(page: int) -> tuple:
+    """(the table, the pager's text and style) of `page` from one listing, for the layout."""
+    infos = data.runs()
+    return _table(infos, page), _pager(infos, page)
+
+
 @answers(message)
 def runs_table(_n_intervals: int | None, page: int | None = 0) -> html.Table | html.P:
     """The table of one page of the folders in the log directory, by name (the last page
     when `page` is past it); a message when empty."""
-    infos = data.runs()
+    return _table(data.runs(), page)
+
+
+def _table(infos: list[RunInfo], page) -> html.Table | html.P:
     if not infos:
         return message("No runs in the log directory yet. Record one with RunWriter or "
                        "`workbench demo`.", EMPTY_TEXT)
@@ -139,7 +154,11 @@ def runs_table(_n_intervals: int | None, page: int | None = 0) -> html.Table | h
 def pager(_n_intervals: int | None, page: int | None = 0) -> tuple[str, dict]:
     """Which rows the table shows, and the pager's style: hidden while one page holds every
     run (the listing is cached: asking it twice reads no run again)."""
-    count = len(data.runs())
+    return _pager(data.runs(), page)
+
+
+def _pager(infos: list[RunInfo], page) -> tuple[str, dict]:
+    count = len(infos)
     page = min(_page(page), _last_page(count))
     first = page * PAGE_ROWS + 1
     shows = f"Runs {first}–{min(count, first + PAGE_ROWS - 1)} of {count}"
@@ -164,10 +183,11 @@ def _turn_page(_previous: int | None, _next: int | None, page: int | None) -> in
 
 
 def register_callbacks(app: dash.Dash) -> None:
+    once = {"prevent_initial_call": True}       # the layout drew the first table and pager
     app.callback(Output(TABLE_DIV, "children"), Input(REFRESH_INTERVAL, "n_intervals"),
-                 Input(PAGE_STORE, "data"))(runs_table)
+                 Input(PAGE_STORE, "data"), **once)(runs_table)
     app.callback(Output(PAGE_TEXT, "children"), Output(PAGER_DIV, "style"),
-                 Input(REFRESH_INTERVAL, "n_intervals"), Input(PAGE_STORE, "data"))(pager)
+                 Input(REFRESH_INTERVAL, "n_intervals"), Input(PAGE_STORE, "data"), **once)(pager)
     app.callback(Output(PAGE_STORE, "data"), Input(PREVIOUS_BUTTON, "n_clicks"),
                  Input(NEXT_BUTTON, "n_clicks"), State(PAGE_STORE, "data"),
                  prevent_initial_call=True)(_turn_page)

@@ -110,3 +110,29 @@ def test_a_removed_folder_is_forgotten(logdir):
     shutil.rmtree(logdir / "run-0")
     assert "run-0" not in {i.name for i in list_runs(logdir, cache)}
     assert len(cache._entries) == 4
+
+
+def test_a_refresh_of_many_keeps_the_order_with_the_changed_runs_read_again(tmp_path):
+    """Over _PARALLEL_LISTING folders the unchanged ones are looked up first and the rest
+    read in the pool: the listing still comes in name order, equal to an uncached one."""
+    import sqlite3
+
+    from engine.record import reader
+
+    count = reader._PARALLEL_LISTING * 2 + 3
+    for k in range(count):
+        with RunWriter(tmp_path, f"run-{k:02d}") as writer:
+            writer.scalar("loss", float(k), 0)
+    cache = ListingCache()
+    list_runs(tmp_path, cache)
+    changed = [f"run-{k:02d}" for k in range(0, count, 2)]    # enough to go to the pool
+    for name in changed:
+        conn = sqlite3.connect(tmp_path / name / "run.sqlite")
+        with conn:
+            conn.execute("INSERT INTO tags (kind, tag) VALUES ('scalar', 'extra')")
+        conn.close()
+    again = list_runs(tmp_path, cache)
+    assert cache.reads == count + len(changed)
+    assert [info.name for info in again] == [f"run-{k:02d}" for k in range(count)]
+    assert _fields(again) == _fields(list_runs(tmp_path))
+    assert [info.name for info in again if "extra" in info.tags] == changed
