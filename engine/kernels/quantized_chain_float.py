@@ -1,0 +1,278 @@
+"""A fused chain's route for small batches (engine/kernels/quantized_chain.py): the members'
+integer maths on float32 tensors. Every quantized value is a small integer and every partial
+sum of a layer's product stays within 2^24 (k * 255 * 128 <= 2^24), so float32 holds each
+exactly, and the requantize is fbgemm's own float32 steps: bit for bit what the op-by-op
+kernels give, in torch calls of 1-2 us where each fbgemm call costs 15-25 us at any size."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from engine import dtypes
+from engine.kernels import quantized as qk
+
+F32 = np.float32
+EXACT_SUM = 2 ** 24            # float32 holds every integer up to it
+# A layer's m * k * n up to which float32 GEMM plus four elementwise passes beats fbgemm's
+# call (bench/bench_quantized.py: the digits MLP at batch 256, 2^20 a layer, still gains).
+SMALL_WORK = 1 << 21
+LARGE = object()               # the route declines a step: too many rows, fbgemm's turn
+_MATMULS = {"QuantizedMatMulWithBiasAndRequantize": False,
+            "QuantizedMatMulWithBiasAndReluAndRequantize": True}
+_JUST_BELOW_HALF = qk.JUST_BELOW_HALF
+
+
+def prepare(chain, args, outs: list):
+    """(stages, [start, end) members, guards) for the first run of members this route can
+    take, from the constants their kernels prepared in a step that ran them all (`outs`);
+    None where there is none. It needs a matmul that runs on fbgemm: elsewhere the kernels
+    take other paths (the integer one), which this route does not follow. guards: (source,
+    tensor, version) of the first member's range inputs from outside, which each step checks."""
+    stages, start, previous, guards = [], None, None, []
+    for pos, (node, kernel, _) in enumerate(chain.members):
+        sources = chain.sources[pos]
+        values = [chain.value(s, args, outs) for s in sources]
+        stage = _stage(node, kernel, sources, values, previous)
+        if stage is None:
+            if start is None:
+                continue
+            break
+        if start is None:
+            start = pos
+            guards = [(s, values[slot], values[slot]._version)
+                      for slot, s in enumerate(sources) if slot > 0 and s[0] != "c"]
+        stages.append(stage)
+        previous = stage[0] if stage[0] != "matmul" else \
+            "signed" if stage[1]["signed"] else "unsigned"
+        if previous == "float":
+            break
+    while stages and stages[-1][0] not in ("matmul", "float"):
+        stages.pop()
+    if not any(kind == "matmul" for kind, _ in stages):
+        return None
+    return stages, (start, start + len(stages)), guards
+
+
+def most_rows(stages: list) -> int:
+    """The most rows a step may have to take this route (SMALL_WORK a layer)."""
+    return min(SMALL_WORK // (facts["k"] * facts["n"]) for kind, facts in stages
+               if kind == "matmul")
+
+
+def _stage(node, kernel, sources, values, previous):
+    """(kind, facts) of one member, or None where this route cannot run it after `previous`.
+    As in the fbgemm route, only the first member may take range inputs from outside."""
+    if previous is not None and not all(s[0] == "c" or (s[0] == "m" and s[2] > 0)
+                                        for s in sources[1:]):
+        return None
+    op = node.op
+    if op == "QuantizeV2" and previous is None:
+        return _quantize_stage(node, kernel, values)
+    if op == "QuantizedReshape" and previous == "quantize" and sources[1][0] == "c":
+        return "reshape", {"shape": [int(d) for d in values[1].reshape(-1).tolist()]}
+    if op in _MATMULS and not node.attr["transpose_a"] and \
+            previous in (None, "quantize", "reshape", "unsigned"):
+        return _matmul_stage(node, kernel, values)
+    if op == "Dequantize" and previous in ("signed", "unsigned") and \
+            node.attr["dtype"] is dtypes.float32:
+        return _dequantize_stage(node, kernel, values, previous)
+    return None
+
+
+def _quantize_stage(node, kernel, values):
+    """QuantizeV2 into quint8 as its kernel computes it: MIN_FIRST (QUANTIZE_WITH_EIGEN:
+    round half away from zero of x * scale, less the offset, clamped) or the one-pass
+    SCALED (round half to even of x * factor, clamped). NaN becomes 0 as the kernels'
+    x86 cast gives it; inf clamps as the kernels' clamps do."""
+    if node.attr["T"] is not dtypes.quint8:
+        return None
+    known = kernel.range_constants(values[1], values[2])
+    if known.cpu_outputs is None:
+        return None
+    mode = node.attr["mode"]
+    if mode == "MIN_FIRST":
+        scale, offset, lower, upper = qk._quantize_constants(known.lo, known.hi, dtypes.quint8)
+        return "quantize", {"mode": "MIN_FIRST", "scale": float(scale),
+                            "offset": float(offset), "bounds": (float(lower), float(upper))}
+    if mode == "SCALED" and known.fast is not None:
+        return "quantize", {"mode": "SCALED", "scale": float(known.factor)}
+    return None
+
+
+def _matmul_stage(node, kernel, values):
+    """A fused matmul's fbgemm maths: acc = sum (u - zero_a) w exactly, then
+    rint(fl(fl(acc + bias * rcp) * multiplier)) clamped, where rcp is the float32 of
+    1.0 / acc_scale in double (fbgemm's AVX2/AVX-512 requantize multiplies the float bias by
+    it) and multiplier = acc_scale / s_out in float32 (torch's qlinear)."""
+    fused = kernel.fused_constants(values[0], values[1], values[2], tuple(values[3:]))
+    if not fused.on_fbgemm or fused.fast is None:
+        return None
+    k = fused.k
+    b = values[1].t() if node.attr["transpose_b"] else values[1]
+    if b.dim() != 2 or b.shape[0] != k or k * 255 * 128 > EXACT_SUM:
+        return None
+    acc_scale = F32(fused.scales.acc_scale)
+    rcp = F32(1.0 / float(acc_scale))
+    bias = fused.bias_f.to(torch.float32) * torch.tensor(float(rcp), dtype=torch.float32)
+    multiplier = F32(acc_scale / F32(fused.s_out))
+    top = float(bias.abs().max()) if bias.numel() else 0.0
+    # fbgemm's float -> int32 conversion overflows to INT_MIN (then 0) at 2^31; a clamp
+    # would give 255 there, so the route keeps to layers that cannot reach it.
+    if not np.isfinite(top) or (k * 255 * 128 + top) * float(multiplier) >= 2.0 ** 30:
+        return None
+    signed = node.attr["Toutput"] is dtypes.qint8
+    relu = _MATMULS[node.op]
+    bounds = ((0.0 if relu else -128.0), 127.0) if signed else (0.0, 255.0)
+    return "matmul", {"weights": b.to(torch.float32).contiguous(), "bias": bias,
+                  "multiplier": float(multiplier), "bounds": bounds, "k": k,
+                  "n": int(b.shape[1]), "zero_a": int(fused.scales.zero_a), "signed": signed,
+                  "out_range": fused.out_range}
+
+
+def _dequantize_stage(node, kernel, values, previous):
+    """Dequantize as its kernel computes it: SCALED qint8 v * scale (the one rounding torch's
+    dequantize of fbgemm's quint8 also makes), MIN_FIRST quint8 base + u * scale."""
+    lo, hi, scale = kernel.range_constants(values[1], values[2])
+    mode, t = node.attr["mode"], node.attr["T"]
+    if previous == "signed" and mode == "SCALED" and t is dtypes.qint8 and scale is not None \
+            and np.isfinite(scale):
+        return "float", {"scale": float(scale), "base": None}
+    if previous == "unsigned" and mode == "MIN_FIRST" and t is dtypes.quint8:
+        base, step = qk._dequantize_constants(float(lo), float(hi), dtypes.quint8)
+        return "float", {"scale": float(step), "base": float(base)}
+    return None
+
+
+def body(stages: list, rows: int):
+    """The route from member start's input (at most `rows` rows, else LARGE) to the last
+    stage's float32 values (None: the kernels must run, as for a wrong shape). A matmul
+    leaves its integers as they are (signed ones in [-128, 127]); the next one takes off its
+    own zero point, so every value a GEMM reads is within 255."""
+    f32, u8, tensor = torch.float32, torch.uint8, torch.Tensor
+    matmuls = [facts for kind, facts in stages if kind == "matmul"]
+    k0 = matmuls[0]["k"]
+    steps, previous = [], None
+    for kind, facts in stages:
+        if kind == "quantize":
+            steps.append(_quantize_step(facts))
+        elif kind == "reshape":
+            steps.append(_reshape_step(facts["shape"]))
+        elif kind == "matmul":
+            steps.append(_matmul_step(facts, checks=previous in ("quantize", "reshape"),
+                                      converted=previous is None))
+        else:
+            steps.append(_dequantize_step(facts))
+        previous = kind
+    limit = rows * k0
+
+    if stages[0][0] == "quantize":
+        def accepts(x):
+            if not isinstance(x, tensor) or x.dtype is not f32 or not x.is_cpu or \
+                    x.numel() == 0:
+                return None
+            return x if x.numel() <= limit else LARGE
+    else:
+        zero = matmuls[0]["zero_a"]
+
+        def accepts(x):
+            if not isinstance(x, tensor) or x.dtype is not u8 or not x.is_cpu or \
+                    x.dim() != 2 or x.shape[0] == 0 or x.shape[1] != k0:
+                return None
+            if x.shape[0] > rows:
+                return LARGE
+            y = x.to(f32)
+            return y.sub_(zero) if zero else y
+
+    def body(x):
+        y = accepts(x)
+        if y is None or y is LARGE:
+            return y
+        for step in steps:
+            y = step(y)
+            if y is None:
+                return None
+        return y
+    return body
+
+
+# torch calls are cheapest with tensor operands (a Python number is wrapped into a tensor on
+# every call: 2-3 us against 1-1.5 us at one row) and hardtanh_ (clamp_ with two Python bounds
+# takes twice as long); every operand below is float32, so the arithmetic is the same.
+
+def _scalar(value: float) -> torch.Tensor:
+    return torch.tensor(value, dtype=torch.float32)
+
+
+def _quantize_step(facts: dict):
+    scale, clamp = _scalar(facts["scale"]), torch.nn.functional.hardtanh_
+    if facts["mode"] == "SCALED":
+        return lambda x: clamp((x * scale).round_().nan_to_num_(0.0), 0.0, 255.0)
+    offset, (lower, upper) = facts["offset"], facts["bounds"]
+    half = _scalar(_JUST_BELOW_HALF)
+    if offset == 0 and lower == 0:
+        # floor(y + 0.49999997) is round half away from zero wherever it is >= 0 (quantized.
+        # JUST_BELOW_HALF); below 0 both clamp to 0
+        return lambda x: clamp((x * scale).add_(half).floor_().nan_to_num_(0.0), 0.0, upper)
+    offset = _scalar(offset)
+
+    def step(x):
+        y = x * scale
+        return clamp(y.abs().add_(half).floor_().copysign_(y).sub_(offset).nan_to_num_(0.0),
+                     lower, upper)
+    return step
+
+
+def _reshape_step(shape: list):
+    def step(y):                     # y is the quantize's own fresh tensor: view suffices
+        try:
+            return y.view(shape)
+        except RuntimeError:
+            return None              # the kernel raises TF's message
+    return step
+
+
+def _matmul_step(facts: dict, checks: bool, converted: bool):
+    """One layer on its input's float32 integers. The first after a quantize `checks` that
+    its input is [m > 0, k] (the kernels raise TF's errors otherwise); a head from a uint8
+    input took off the zero point already (`converted`)."""
+    mm, w, bias, clamp = torch.mm, facts["weights"], facts["bias"], \
+        torch.nn.functional.hardtanh_
+    multiplier = torch.full((facts["n"],), facts["multiplier"], dtype=torch.float32)
+    (lo, hi), k = facts["bounds"], facts["k"]
+    zero = None if converted or not facts["zero_a"] else _scalar(facts["zero_a"])
+
+    def layer(a):
+        if zero is not None:
+            a = a.sub_(zero)
+        return clamp(mm(a, w).add_(bias).mul_(multiplier), lo, hi).round_()
+    if not checks:
+        return layer
+
+    def first(a):
+        if a.dim() != 2 or a.shape[0] == 0 or a.shape[1] != k:
+            return None
+        return layer(a)
+    return first
+
+
+def _dequantize_step(facts: dict):
+    scale, base = _scalar(facts["scale"]), facts["base"]
+    if base is None:
+        # a signed layer rounds (-0.5, 0) to -0.0, whose product would keep the sign the
+        # kernels' integer 0 does not have; adding +0.0 clears it and changes nothing else
+        zero = _scalar(0.0)
+        return lambda y: y.mul_(scale).add_(zero)
+    base = _scalar(base)
+    return lambda y: y.mul_(scale).add_(base)
+
+
+def exit_of(stages: list):
+    """The last stage's values as its member returns them: a Dequantize's float32; a matmul's
+    plain uint8 (qint8: int8) with its output range tensors."""
+    kind, facts = stages[-1]
+    if kind == "float":
+        return lambda y: (y,)
+    dtype = torch.int8 if facts["signed"] else torch.uint8
+    ranges = facts["out_range"]
+    return lambda y: (y.to(dtype), *ranges)
