@@ -11,12 +11,15 @@ import torch
 
 from engine import dtypes
 from engine.kernels import quantized as qk
+from engine.kernels import quantized_fbgemm as fbgemm
 
 F32 = np.float32
 EXACT_SUM = 2 ** 24            # float32 holds every integer up to it
-# A layer's m * k * n up to which float32 GEMM plus four elementwise passes beats fbgemm's
-# call (bench/bench_quantized.py: the digits MLP at batch 256, 2^20 a layer, still gains).
-SMALL_WORK = 1 << 21
+# A layer's m * k * n up to which float32 GEMM and its four elementwise passes beat fbgemm's
+# call: the digits MLP through Session.run (one thread, CPU time) took 56 / 134 / 316 / 585 us
+# this way at batch 1 / 256 / 1024 / 2048 against 137 / 222 / 468 / 647 us on fbgemm; its
+# first layer at 1024 rows is 2^22.
+SMALL_WORK = 1 << 22
 LARGE = object()               # the route declines a step: too many rows, fbgemm's turn
 _MATMULS = {"QuantizedMatMulWithBiasAndRequantize": False,
             "QuantizedMatMulWithBiasAndReluAndRequantize": True}
@@ -102,32 +105,62 @@ def _quantize_stage(node, kernel, values):
 
 def _matmul_stage(node, kernel, values):
     """A fused matmul's fbgemm maths: acc = sum (u - zero_a) w exactly, then
-    rint(fl(fl(acc + bias * rcp) * multiplier)) clamped, where rcp is the float32 of
-    1.0 / acc_scale in double (fbgemm's AVX2/AVX-512 requantize multiplies the float bias by
-    it) and multiplier = acc_scale / s_out in float32 (torch's qlinear)."""
+    rint(fl(x * multiplier)) clamped, x = acc + bias * rcp, where rcp is the float32 of
+    1.0 / acc_scale in double and multiplier = acc_scale / s_out in float32 (torch's qlinear);
+    x is rounded to float32 once where fbgemm fuses that multiply-add (bias_terms says how)."""
     fused = kernel.fused_constants(values[0], values[1], values[2], tuple(values[3:]))
-    if not fused.on_fbgemm or fused.fast is None:
+    how = fbgemm.bias_fused()
+    if not fused.on_fbgemm or fused.fast is None or how is None:
         return None
     k = fused.k
     b = values[1].t() if node.attr["transpose_b"] else values[1]
     if b.dim() != 2 or b.shape[0] != k or k * 255 * 128 > EXACT_SUM:
         return None
     acc_scale = F32(fused.scales.acc_scale)
-    rcp = F32(1.0 / float(acc_scale))
-    bias = fused.bias_f.to(torch.float32) * torch.tensor(float(rcp), dtype=torch.float32)
     multiplier = F32(acc_scale / F32(fused.s_out))
-    top = float(bias.abs().max()) if bias.numel() else 0.0
-    # fbgemm's float -> int32 conversion overflows to INT_MIN (then 0) at 2^31; a clamp
-    # would give 255 there, so the route keeps to layers that cannot reach it.
-    if not np.isfinite(top) or (k * 255 * 128 + top) * float(multiplier) >= 2.0 ** 30:
+    bias = bias_terms(fused.bias_f.to(torch.float32).numpy(), F32(1.0 / float(acc_scale)),
+                      how, k * 255 * 128)
+    # fbgemm's float -> int32 conversion overflows to INT_MIN (then 0) at 2^31, where a clamp
+    # would give 255; and a fused sum of a tiny bias alone must round to 0 (multiplier < 1)
+    top = float(np.abs(bias).max()) if bias is not None and bias.size else 0.0
+    if bias is None or not 0 < multiplier < 1 or \
+            (k * 255 * 128 + top) * float(multiplier) >= 2.0 ** 30:
         return None
     signed = node.attr["Toutput"] is dtypes.qint8
     relu = _MATMULS[node.op]
     bounds = ((0.0 if relu else -128.0), 127.0) if signed else (0.0, 255.0)
-    return "matmul", {"weights": b.to(torch.float32).contiguous(), "bias": bias,
-                  "multiplier": float(multiplier), "bounds": bounds, "k": k,
-                  "n": int(b.shape[1]), "zero_a": int(fused.scales.zero_a), "signed": signed,
-                  "out_range": fused.out_range}
+    return "matmul", {"weights": b.to(torch.float32).contiguous(),
+                      "bias": torch.from_numpy(bias), "multiplier": float(multiplier),
+                      "bounds": bounds, "k": k, "n": int(b.shape[1]),
+                      "zero_a": int(fused.scales.zero_a), "signed": signed,
+                      "out_range": fused.out_range}
+
+
+_ODD_GRID = 2.0 ** 27
+
+
+def bias_terms(bias: np.ndarray, rcp: F32, fused: bool, acc_max: int) -> np.ndarray | None:
+    """What the route adds to the exact accumulator so that one float32 rounding of the sum
+    is fbgemm's x. Unfused: fl32(bias * rcp) (float32). Fused: x = round32(acc + p), p =
+    bias * rcp exactly (a double holds the product of two float32); p = P + q with P the
+    nearest integer and q rounded to odd on the 2^-27 grid (the neighbour with an odd last
+    bit where it is not on it) leaves every comparison with the multiples of 2^-25 as it
+    was, so acc + P + q rounds to float32 as acc + p does wherever |acc + p| >= 0.5 (acc + P
+    not 0); and P + q, and acc + P + q for |acc + P| < 2^25, are exact in double. Returns
+    float64 P + q then; None where |P| + acc_max could reach 2^25."""
+    if not fused:
+        terms = (bias * rcp).astype(np.float32)
+        return terms if np.all(np.isfinite(terms)) else None
+    p = bias.astype(np.float64) * float(rcp)
+    if not np.all(np.isfinite(p)):
+        return None
+    whole = np.rint(p)
+    if float(np.abs(whole).max(initial=0.0)) + acc_max + 1 >= 2.0 ** 25:
+        return None
+    scaled = (p - whole) * _ODD_GRID
+    kept = np.trunc(scaled)
+    kept = np.where((kept != scaled) & (kept % 2 == 0), kept + np.sign(scaled), kept)
+    return whole + kept / _ODD_GRID
 
 
 def _dequantize_stage(node, kernel, values, previous):
@@ -226,7 +259,7 @@ def _quantize_step(facts: dict):
 def _reshape_step(shape: list):
     def step(y):                     # y is the quantize's own fresh tensor: view suffices
         try:
-            return y.view(shape)
+            return y.view(*shape)
         except RuntimeError:
             return None              # the kernel raises TF's message
     return step
@@ -238,14 +271,21 @@ def _matmul_step(facts: dict, checks: bool, converted: bool):
     input took off the zero point already (`converted`)."""
     mm, w, bias, clamp = torch.mm, facts["weights"], facts["bias"], \
         torch.nn.functional.hardtanh_
-    multiplier = torch.full((facts["n"],), facts["multiplier"], dtype=torch.float32)
+    multiplier = _scalar(facts["multiplier"])
     (lo, hi), k = facts["bounds"], facts["k"]
     zero = None if converted or not facts["zero_a"] else _scalar(facts["zero_a"])
+    add, f32 = torch.add, torch.float32
 
-    def layer(a):
-        if zero is not None:
-            a = a.sub_(zero)
-        return clamp(mm(a, w).add_(bias).mul_(multiplier), lo, hi).round_()
+    if bias.dtype == torch.float64:       # acc + P + q in double (exact), rounded once
+        def layer(a):
+            if zero is not None:
+                a = a.sub_(zero)
+            return clamp(add(mm(a, w), bias).to(f32).mul_(multiplier), lo, hi).round_()
+    else:
+        def layer(a):
+            if zero is not None:
+                a = a.sub_(zero)
+            return clamp(mm(a, w).add_(bias).mul_(multiplier), lo, hi).round_()
     if not checks:
         return layer
 
@@ -258,11 +298,12 @@ def _matmul_step(facts: dict, checks: bool, converted: bool):
 
 def _dequantize_step(facts: dict):
     scale, base = _scalar(facts["scale"]), facts["base"]
-    if base is None:
-        # a signed layer rounds (-0.5, 0) to -0.0, whose product would keep the sign the
-        # kernels' integer 0 does not have; adding +0.0 clears it and changes nothing else
-        zero = _scalar(0.0)
-        return lambda y: y.mul_(scale).add_(zero)
+    if not base:
+        # 0 + y * scale: the one rounding of the product (fused or not, adding an exact 0
+        # changes nothing), and a layer's -0.0 (it rounds (-0.5, 0) so) comes out +0.0, as the
+        # kernels' integer 0 does
+        zero, addcmul = _scalar(0.0), torch.addcmul
+        return lambda y: addcmul(zero, y, scale)
     base = _scalar(base)
     return lambda y: y.mul_(scale).add_(base)
 
