@@ -1,7 +1,8 @@
 """One fused step for a chain of quantized ops (engine/runtime/chains.py finds them): the
 members' own kernels called in order, and, once a first step has prepared their constants, a
-fast path that hands fbgemm's quint8 results straight from one op to the next (no plain
-views, no signed copies, no per-op range lookups), bit for bit what the kernels compute."""
+fast path, bit for bit what the kernels compute: for steps of few rows the float32 route
+(quantized_chain_float), else fbgemm's quint8 results handed straight from one op to the
+next (no plain views, no signed copies, no per-op range lookups)."""
 
 from __future__ import annotations
 
