@@ -1,7 +1,8 @@
 """One fused step for a chain of quantized ops (engine/runtime/chains.py finds them): the
 members' own kernels called in order, and, once a first step has prepared their constants, a
-fast path that hands fbgemm's quint8 results straight from one op to the next (no plain
-views, no signed copies, no per-op range lookups), bit for bit what the kernels compute."""
+fast path, bit for bit what the kernels compute: for steps of few rows the float32 route
+(quantized_chain_float), else fbgemm's quint8 results handed straight from one op to the
+next (no plain views, no signed copies, no per-op range lookups)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import torch
 
 from engine import dtypes
 from engine.graph_def import NodeDef
+from engine.kernels import quantized_chain_float as qfloat
 from engine.kernels import quantized_fbgemm as fbgemm
 from engine.passes.quantize_graph import scaled_quint8_step
 
@@ -48,7 +50,7 @@ class QuantizedChain:
             outs = self.generic(args)
             if self._fast is None:
                 self._attempts += 1
-                self._learn(_prepare(self, args, outs))
+                self._learn(_prepare_routes(self, args, outs))
         return self.result(outs)
 
     def _learn(self, made) -> None:
@@ -56,6 +58,7 @@ class QuantizedChain:
         any) were the very same tensors in two steps in a row; run-time ranges never are."""
         if made is not None:
             fast, span, guards = made
+            guards = [tensor for _, tensor, _ in guards]
             if not guards or (self._guards is not None and len(guards) == len(self._guards)
                               and all(a is b for a, b in zip(guards, self._guards))):
                 self._fast, self.fast_members = fast, span
@@ -94,6 +97,37 @@ class QuantizedChain:
                 raise self.fail(e, node) from e
             outs[pos] = (result,) if count == 1 else tuple(result)
         return outs
+
+
+def _prepare_routes(chain: QuantizedChain, args, outs: list):
+    """The fast path from this step: the float32 route (quantized_chain_float) for steps of
+    few rows where it covers a matmul and gives this step's very outputs, with the fbgemm
+    route (or the kernels) for larger ones; else the fbgemm route alone."""
+    big = _prepare(chain, args, outs)
+    small = qfloat.prepare(chain, args, outs)
+    if small is None:
+        return big
+    stages, span, guards = small
+    exit_fn = qfloat.exit_of(stages)
+    source = chain.value(chain.sources[span[0]][0], args, outs)
+    check = qfloat.body(stages, rows=1 << 62)(source)
+    if check is None or check is qfloat.LARGE or \
+            not _same_values(exit_fn(check)[0], outs[span[1] - 1][0]):
+        return big
+    large = big[0] if big is not None else chain._plain
+    fast = _fast_path(chain, span, guards, qfloat.body(stages, qfloat.most_rows(stages)),
+                      exit_fn, large)
+    return fast, span, guards + (big[2] if big is not None else [])
+
+
+def _same_values(ours: torch.Tensor, theirs) -> bool:
+    """Bit for bit (a float32 compared as its bits: -0.0 is not 0.0, NaN is NaN)."""
+    if not isinstance(theirs, torch.Tensor) or ours.dtype != theirs.dtype or \
+            ours.shape != theirs.shape:
+        return False
+    if ours.dtype == torch.float32:
+        return torch.equal(ours.view(torch.int32), theirs.contiguous().view(torch.int32))
+    return torch.equal(ours, theirs)
 
 
 def _stage_kind(node: NodeDef, sources: list, previous) -> str | None:
@@ -169,23 +203,42 @@ def _prepare(chain: QuantizedChain, args, outs: list):
                       for slot, s in enumerate(chain.sources[pos]) if slot > 0 and s[0] != "c"]
     if start is None:
         return None
-    return (_fast_path(chain, start, guards, stages, exits), (start, start + len(stages)),
-            [tensor for _, tensor, _ in guards])
+    span = (start, start + len(stages))
+    return _fast_path(chain, span, guards, _fbgemm_body(stages), exits[-1]), span, guards
 
 
-def _fast_path(chain: QuantizedChain, start: int, guards: list, stages: list, exits: list):
+def _fbgemm_body(stages: list):
+    """The fbgemm route: the first stage from member start's input, the rest on what the one
+    before made."""
     head = stages[0]
     if head[0] == "quantize":
         head_fn = _quantize_head(head[2], stages[1][1] if len(stages) > 1 else None)
     else:
         head_fn = _matmul_head(*head[2:-1], head[1])
     middle = [_middle(stage) for stage in stages[1:]]
-    last = start + len(stages) - 1
-    exit_fn = exits[-1]
+
+    def body(x):
+        value = head_fn(x)
+        if value is None:
+            return None
+        for step in middle:
+            value = step(value)
+        return value
+    return body
+
+
+def _fast_path(chain: QuantizedChain, span: tuple[int, int], guards: list, body: Callable,
+               exit_fn: Callable, large: Callable | None = None):
+    """args -> the chain's result: the members before span's start by their kernels, then
+    `body` from member start's input (None: the kernels instead; qfloat.LARGE: `large` takes
+    the whole step), its values through `exit_fn` as member end - 1's outputs, then the
+    members after it by their kernels."""
+    start, last = span[0], span[1] - 1
     count = len(chain.members)
     rest = last + 1 < count
     single = chain.members[-1][2] == 1
     source, generic, value_of = chain.sources[start][0], chain.generic, chain.value
+    declined = qfloat.LARGE
 
     def fast(args):
         outs = generic(args, 0, None, start) if start else None
@@ -193,11 +246,11 @@ def _fast_path(chain: QuantizedChain, start: int, guards: list, stages: list, ex
             seen = value_of(guard, args, outs)
             if seen is not tensor or seen._version != version:
                 return chain.result(generic(args, start, outs))
-        value = head_fn(value_of(source, args, outs))
+        value = body(value_of(source, args, outs))
         if value is None:
             return chain.result(generic(args, start, outs))
-        for step in middle:
-            value = step(value)
+        if value is declined:
+            return large(args)
         done = exit_fn(value)
         if not rest:
             return done[0] if single else done

@@ -19,6 +19,7 @@ U8_MAX = 255
 
 _lock = threading.RLock()      # re-entered when a weight dies during a pack
 _probe: list[bool] = []                      # [pairs_saturate], measured once per process
+_bias_probe: list = []                      # [bias_fused], measured once per process
 _cache: dict[int, _Entry] = {}             # id(weight tensor) -> its prepacked forms
 
 
@@ -54,6 +55,37 @@ def pairs_saturate() -> bool:
             out = torch.ops.quantized.linear(a, packed, 254.0, 0).int_repr()
             _probe.append(int(out[0, 0]) != U8_MAX)
         return _probe[0]
+
+
+# One layer whose output tells fbgemm's two ways of adding a float bias apart: the accumulator
+# 46157 plus bias 0x1.c13d6p-1 / (scale_a * scale_b), times acc_scale / s_out, is 21 when the
+# sum is rounded once (a fused multiply-add of bias and 1 / acc_scale onto the accumulator),
+# 22 when the bias term is rounded to float32 before the add.
+_BIAS_PROBE = {"a": [255, 0, 108, 0, 56, 0], "w": [127, 0, 127, 0, 1, 0],
+               "bias": float.fromhex("0x1.c13d6p-1"), "scale_a": 1 / 255, "scale_b": 0.01,
+               "scale_out": 0.125, "fused": 21, "separate": 22}
+
+
+def bias_fused() -> bool | None:
+    """How this CPU's fbgemm adds the float bias in its requantize, raw + bias * (1 /
+    acc_scale) then times the multiplier: True where the sum is rounded once (its AVX2 /
+    AVX-512 code compiled to a fused multiply-add, as measured here), False where the
+    product is rounded first, None where the probe gives neither (then no route may stand
+    in for fbgemm's requantize)."""
+    with _lock:
+        if not _bias_probe:
+            _first_creation_quietly()
+            p = _BIAS_PROBE
+            f32 = [float(torch.tensor(p[k], dtype=torch.float32))
+                   for k in ("scale_a", "scale_b", "scale_out")]
+            w = _quantized(torch.tensor([p["w"]], dtype=torch.int8), f32[1], 0)
+            packed = torch.ops.quantized.linear_prepack(
+                w, torch.tensor([p["bias"]], dtype=torch.float32))
+            a = _quantized(torch.tensor([p["a"]], dtype=torch.uint8), f32[0], 0)
+            got = int(linear_op(False)(a, packed, f32[2], 0).int_repr()[0, 0])
+            _bias_probe.append(True if got == p["fused"] else False
+                               if got == p["separate"] else None)
+        return _bias_probe[0]
 
 
 def safe_activation_max(w_nk: torch.Tensor) -> int:
