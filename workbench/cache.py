@@ -31,8 +31,11 @@ class SingleFlightCache:
     """get(key, compute): the cached value, or compute()'s, computed once however many
     threads ask together (with keep=False shared by the requests that overlap, never
     stored). At most `max_fills` computations run at once (each holds its working memory),
-    so a burst of different keys cannot exhaust memory; a fill must not call get() itself
-    (it would hold a fill slot while waiting for another)."""
+    so a burst of different keys cannot exhaust memory. A fill may call get() for the parts
+    it is built from (the Graph page's first view measures drawings that are cached
+    themselves): those nested fills run under the slot their outer fill holds, since
+    taking a slot of their own could wait forever on slots held by outer fills that each
+    wait for a nested one (the Compare page's two sides, drawn at once, did)."""
 
     def __init__(self, max_entries: int, max_bytes: int, max_fills: int = 4,
                  wait_s: float = 120.0) -> None:
@@ -44,6 +47,7 @@ class SingleFlightCache:
         self._flights: dict[Hashable, _Flight] = {}
         self._lock = threading.Lock()
         self._fill_slots = threading.BoundedSemaphore(max_fills)
+        self._filling = threading.local()       # .depth: fills this thread is inside
 
     def get(self, key: Hashable, compute: Callable[[], Any], keep: bool = True) -> Any:
         with self._lock:
@@ -87,8 +91,7 @@ class SingleFlightCache:
               keep: bool) -> Any:
         size = 0
         try:
-            with self._fill_slots:
-                value = compute()
+            value = self._compute_in_slot(compute)
             if keep:
                 size = estimated_bytes(value) + estimated_bytes(key)
         except BaseException as exc:
@@ -104,6 +107,20 @@ class SingleFlightCache:
                 flight.value = value
             flight.done.set()
         return value
+
+    def _compute_in_slot(self, compute: Callable[[], Any]) -> Any:
+        depth = getattr(self._filling, "depth", 0)
+        if depth:
+            return self._compute_nested(compute, depth)
+        with self._fill_slots:
+            return self._compute_nested(compute, depth)
+
+    def _compute_nested(self, compute: Callable[[], Any], depth: int) -> Any:
+        self._filling.depth = depth + 1
+        try:
+            return compute()
+        finally:
+            self._filling.depth = depth
 
     def _store(self, key: Hashable, value: Any, size: int) -> None:
         if key in self._entries:

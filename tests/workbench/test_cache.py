@@ -93,6 +93,32 @@ def test_a_waiter_gives_up_after_its_deadline():
         leader.join(DEADLINE_S)
 
 
+def test_fills_that_need_nested_fills_finish_when_every_slot_is_taken():
+    # Two outer fills hold both slots at once (a barrier makes them overlap), then each
+    # asks for a part that is not cached yet: with a slot per nested fill both would wait
+    # forever for a slot (the Compare page's two sides hung this way).
+    cache = SingleFlightCache(max_entries=8, max_bytes=1 << 20, max_fills=2)
+    both_inside = threading.Barrier(2, timeout=DEADLINE_S)
+    results: dict[str, str] = {}
+
+    def outer(side: str) -> str:
+        both_inside.wait()
+        part = cache.get(("part", side), lambda: f"part of {side}")
+        return cache.get(("deeper", side), lambda: part + " and deeper")
+
+    def ask(side: str) -> None:
+        results[side] = cache.get(("view", side), lambda: outer(side))
+
+    threads = [threading.Thread(target=ask, args=(side,), daemon=True) for side in "ab"]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    assert not any(thread.is_alive() for thread in threads), "the nested fills deadlocked"
+    assert results == {"a": "part of a and deeper", "b": "part of b and deeper"}
+    assert cache.get(("part", "a"), lambda: pytest.fail("refilled")) == "part of a"
+
+
 def test_the_cache_is_bounded_in_entries_and_bytes():
     cache = SingleFlightCache(max_entries=4, max_bytes=10_000)
     for i in range(10):
