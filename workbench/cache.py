@@ -112,8 +112,15 @@ class SingleFlightCache:
         depth = getattr(self._filling, "depth", 0)
         if depth:
             return self._compute_nested(compute, depth)
-        with self._fill_slots:
+        # Bounded like a waiter's wait: a server whose slots are all stuck says so to each
+        # request rather than hanging every later one.
+        if not self._fill_slots.acquire(timeout=self.wait_s):
+            raise FillTimeout(f"every one of the cache's fill slots stayed busy for "
+                              f"{self.wait_s:.0f} s; try again shortly")
+        try:
             return self._compute_nested(compute, depth)
+        finally:
+            self._fill_slots.release()
 
     def _compute_nested(self, compute: Callable[[], Any], depth: int) -> Any:
         self._filling.depth = depth + 1

@@ -119,6 +119,22 @@ def test_fills_that_need_nested_fills_finish_when_every_slot_is_taken():
     assert cache.get(("part", "a"), lambda: pytest.fail("refilled")) == "part of a"
 
 
+def test_a_fill_gives_up_when_no_slot_frees_in_time():
+    cache = SingleFlightCache(max_entries=8, max_bytes=1 << 20, max_fills=1, wait_s=0.05)
+    started, release = threading.Event(), threading.Event()
+    holder = threading.Thread(target=lambda: cache.get("held", lambda: (started.set(),
+                                                                         release.wait())))
+    holder.start()
+    started.wait(DEADLINE_S)
+    try:
+        with pytest.raises(FillTimeout, match="fill slots stayed busy"):
+            cache.get("other", lambda: pytest.fail("filled without a slot"))
+    finally:
+        release.set()
+        holder.join(DEADLINE_S)
+    assert cache.get("other", lambda: "filled") == "filled"
+
+
 def test_the_cache_is_bounded_in_entries_and_bytes():
     cache = SingleFlightCache(max_entries=4, max_bytes=10_000)
     for i in range(10):
