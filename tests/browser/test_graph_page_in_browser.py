@@ -219,6 +219,17 @@ def _written(duo) -> tuple[str, str]:
     return f"{round(zoom, 3):g}", f"{round(x)},{round(y)}"
 
 
+# An op node wholly inside the canvas (its id), away from the edges.
+_VISIBLE_LEAF = """
+const cy = window.cy, box = cy.container().getBoundingClientRect();
+const inside = cy.nodes('[kind = "op"]').filter((n) => {
+    const b = n.renderedBoundingBox();
+    return b.x1 > 20 && b.y1 > 20 && b.x2 < box.width - 20 && b.y2 < box.height - 20;
+});
+return inside.length ? inside[0].id() : null;
+"""
+
+
 def test_the_address_keeps_the_pan_and_zoom(dash_duo, demo_runs):
     """`zoom=Z&pan=X,Y` opens the drawing there; a pan (or zoom) is written to the address
     once it settles, without a reload, and a reload comes back to it; a new drawing fitted
@@ -243,6 +254,14 @@ def test_the_address_keeps_the_pan_and_zoom(dash_duo, demo_runs):
     x, y = (float(part) for part in pan.split(","))
     WebDriverWait(dash_duo.driver, 10).until(
         lambda _d: _near(dash_duo, float(zoom), x, y), message="a reload lost the view")
+    # A click that selects a leaf keeps the view (it used to fit the whole graph again).
+    leaf = dash_duo.driver.execute_script(_VISIBLE_LEAF)
+    assert leaf, "no leaf node drawn inside the canvas to click"
+    click_node(dash_duo, leaf)
+    dash_duo.wait_for_contains_text("#graph-inspector-div", leaf.rpartition("/")[2])
+    assert _near(dash_duo, float(zoom), x, y), "selecting a node moved the view"
+    assert (_address(dash_duo.driver).get("zoom"), _address(dash_duo.driver).get("pan")) == (
+        zoom, pan)
 
     dash_duo.find_element("#graph-collapse-button").click()
     WebDriverWait(dash_duo.driver, 10).until(

@@ -62,6 +62,22 @@ def test_expanded_groups_follow_buttons_and_taps(recorded):
     assert state(graph.CYTO, run, partitioned, current=top)[1] == "x"
 
 
+def test_a_click_that_only_selects_keeps_the_view_and_one_that_opens_fits_it(recorded):
+    # The layout (the answer's last part) runs and fits the whole graph to the window: a
+    # click on a leaf must not, so the user's pan and zoom stay; opening a scope must.
+    run = recorded.run
+    top = ["gradients", "layer1", "layer2", "loss", "train"]
+
+    def clicked(tap):
+        return graph._moved(graph.CYTO, [graph.CYTO], run, tap, None, None, [], "", top, "",
+                            None, None)
+    selected = clicked({"id": "x", "kind": "op"})
+    assert selected[:2] == (no_update, "x")
+    assert selected[-1] is no_update and isinstance(selected[3], list) and selected[3]
+    opened = clicked({"id": "layer1/weights", "kind": "scope"})
+    assert "layer1/weights" in opened[0] and opened[-1]["name"] == "preset"
+
+
 def test_search_reveals_and_selects_the_first_match(recorded):
     run = recorded.run
     expanded, selected, told = state(graph.SEARCH_BUTTON, run, pattern=r"_grad/MatMul_1$",
