@@ -14,12 +14,14 @@ from urllib.parse import parse_qs, urlsplit
 
 import dash
 from dash import dcc, html
-from dash.dash import _ID_CONTENT, _ID_DUMMY, _ID_LOCATION, _ID_STORE
 from flask import has_request_context, request
 
 HEADER = "X-Workbench-Location"
 LAYOUT = "_dash-layout"
 MAX_ADDRESS = 8192          # a longer address is no page's: the router answers it
+# What dash.page_container holds, in order (Dash 2.16 to 4.4): the ids are read from it, so
+# the page is built with the ids the router's callbacks use; another shape turns this off.
+CONTAINER_KINDS = ("Location", "Div", "Store", "Div")
 _log = logging.getLogger("workbench")
 
 
@@ -27,13 +29,31 @@ def page_container(app: dash.Dash):
     """What the shell holds where Dash's page_container goes: the page asked for, when this
     is the first layout request of a page load (asked_address), else Dash's own."""
     address = asked_address(app)
-    if address is None:
+    if address is None or container_ids() is None:
         return dash.page_container
     try:
         return _container_at(app, address)
     except Exception as exc:  # noqa: BLE001 -- the router builds the page (and says why)
         _log.warning("first page not built: %s: %.200s", type(exc).__name__, exc)
         return dash.page_container
+
+
+def container_ids() -> tuple[str, str, str, str] | None:
+    """The ids of dash.page_container's Location, content, store and dummy, or None (and a
+    warning, once) where Dash builds it otherwise: then the router draws each first page."""
+    children = getattr(dash.page_container, "children", None) or ()
+    kinds = tuple(type(child).__name__ for child in children)
+    ids = tuple(getattr(child, "id", None) for child in children)
+    if kinds == CONTAINER_KINDS and all(isinstance(ident, str) for ident in ids):
+        return ids
+    if not _warned:
+        _warned.append(True)
+        _log.warning("dash %s builds its page container as %s, not %s: each first page "
+                     "comes from the router", dash.__version__, kinds, CONTAINER_KINDS)
+    return None
+
+
+_warned: list = []
 
 
 def asked_address(app: dash.Dash) -> str | None:
@@ -67,9 +87,10 @@ def _container_at(app: dash.Dash, address: str):
     title = page["title"]() if callable(page["title"]) else page["title"]
     # The Location's props as window.location has them: equal ones are not set again on
     # mount, which is what would fire the router.
-    location = dcc.Location(id=_ID_LOCATION, refresh="callback-nav", href=address,
+    location_id, content_id, store_id, dummy_id = container_ids()
+    location = dcc.Location(id=location_id, refresh="callback-nav", href=address,
                             pathname=url.path, search=f"?{url.query}" if url.query else "",
                             hash=f"#{url.fragment}" if url.fragment else "")
-    return html.Div([location, html.Div(content, id=_ID_CONTENT, disable_n_clicks=True),
-                     dcc.Store(id=_ID_STORE, data={"title": title}),
-                     html.Div(id=_ID_DUMMY, disable_n_clicks=True)])
+    return html.Div([location, html.Div(content, id=content_id, disable_n_clicks=True),
+                     dcc.Store(id=store_id, data={"title": title}),
+                     html.Div(id=dummy_id, disable_n_clicks=True)])

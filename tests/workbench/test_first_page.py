@@ -98,3 +98,20 @@ def test_the_header_is_read_on_the_layout_request_only(client):
 def test_the_query_is_read_as_dashs_router_reads_it(query):
     expected = _parse_query_string(f"?{query}" if query else "")
     assert first_page.query_parameters(query) == expected
+
+
+def test_a_dash_whose_page_container_has_another_shape_leaves_it_to_the_router(
+        client, monkeypatch, caplog):
+    # The ids come from dash.page_container itself (no private Dash names): a Dash that
+    # builds it otherwise gets the bare shell and one warning, not a broken first page.
+    import dash
+    from dash import html
+    monkeypatch.setattr(first_page, "_warned", [])
+    assert first_page.container_ids() == (
+        "_pages_location", "_pages_content", "_pages_store", "_pages_dummy")
+    monkeypatch.setattr(dash, "page_container", html.Div([html.Div(id="_pages_content")]))
+    with caplog.at_level(logging.WARNING, logger="workbench"):
+        layout = _layout(client, f"{ORIGIN}/scalars?run=lr-0.1&tag=loss")
+        _layout(client, f"{ORIGIN}/scalars")
+    assert _find(layout, {"type": "scalars-curve-graph", "tag": "loss"}) is None
+    assert caplog.text.count("builds its page container as") == 1
