@@ -9,7 +9,7 @@
 (function () {
     "use strict";
     const BUNDLE = "_dash-component-suites/dash_cytoscape/dash_cytoscape.min.js";
-    const CANVAS_PAGES = ["/graph", "/compare", "/replay"];
+    const CANVAS_PAGES = ["/graph", "/compare", "/replay", "/quantization"];
     const React = window.React;
     let real = null;
     let loading = null;
