@@ -4,6 +4,7 @@ graph's real scopes; the data module reads a 1M-point series once for 20 request
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 
@@ -78,19 +79,26 @@ def test_a_failed_fill_fails_for_every_waiter_and_is_not_cached():
     assert cache.get("k", lambda: 7) == 7                        # the next ask computes
 
 
-def test_a_waiter_gives_up_after_its_deadline():
-    cache = SingleFlightCache(max_entries=8, max_bytes=1 << 20, wait_s=0.05)
+@contextlib.contextmanager
+def fill_held(cache: SingleFlightCache, key):
+    """Inside: another thread's fill of `key` is under way (holding a fill slot) until the
+    block ends."""
     started, release = threading.Event(), threading.Event()
-    leader = threading.Thread(target=lambda: cache.get("k", lambda: (started.set(),
+    holder = threading.Thread(target=lambda: cache.get(key, lambda: (started.set(),
                                                                       release.wait())))
-    leader.start()
+    holder.start()
     started.wait(DEADLINE_S)
     try:
-        with pytest.raises(FillTimeout, match="still computing"):
-            cache.get("k", lambda: pytest.fail("a second fill"))
+        yield
     finally:
         release.set()
-        leader.join(DEADLINE_S)
+        holder.join(DEADLINE_S)
+
+
+def test_a_waiter_gives_up_after_its_deadline():
+    cache = SingleFlightCache(max_entries=8, max_bytes=1 << 20, wait_s=0.05)
+    with fill_held(cache, "k"), pytest.raises(FillTimeout, match="still computing"):
+        cache.get("k", lambda: pytest.fail("a second fill"))
 
 
 def test_fills_that_need_nested_fills_finish_when_every_slot_is_taken():
@@ -121,17 +129,8 @@ def test_fills_that_need_nested_fills_finish_when_every_slot_is_taken():
 
 def test_a_fill_gives_up_when_no_slot_frees_in_time():
     cache = SingleFlightCache(max_entries=8, max_bytes=1 << 20, max_fills=1, wait_s=0.05)
-    started, release = threading.Event(), threading.Event()
-    holder = threading.Thread(target=lambda: cache.get("held", lambda: (started.set(),
-                                                                         release.wait())))
-    holder.start()
-    started.wait(DEADLINE_S)
-    try:
-        with pytest.raises(FillTimeout, match="fill slots stayed busy"):
-            cache.get("other", lambda: pytest.fail("filled without a slot"))
-    finally:
-        release.set()
-        holder.join(DEADLINE_S)
+    with fill_held(cache, "held"), pytest.raises(FillTimeout, match="fill slots stayed busy"):
+        cache.get("other", lambda: pytest.fail("filled without a slot"))
     assert cache.get("other", lambda: "filled") == "filled"
 
 
