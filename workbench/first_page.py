@@ -29,10 +29,11 @@ def page_container(app: dash.Dash):
     """What the shell holds where Dash's page_container goes: the page asked for, when this
     is the first layout request of a page load (asked_address), else Dash's own."""
     address = asked_address(app)
-    if address is None or container_ids() is None:
+    ids = container_ids() if address is not None else None
+    if ids is None:
         return dash.page_container
     try:
-        return _container_at(app, address)
+        return _container_at(app, address, ids)
     except Exception as exc:  # noqa: BLE001 -- the router builds the page (and says why)
         _log.warning("first page not built: %s: %.200s", type(exc).__name__, exc)
         return dash.page_container
@@ -77,7 +78,7 @@ def _page_at(app: dash.Dash, path: str) -> dict | None:
                  if page["path"].strip("/") == relative), None)
 
 
-def _container_at(app: dash.Dash, address: str):
+def _container_at(app: dash.Dash, address: str, ids: tuple[str, str, str, str]):
     url = urlsplit(address)
     page = _page_at(app, url.path)
     if page is None:
@@ -87,7 +88,7 @@ def _container_at(app: dash.Dash, address: str):
     title = page["title"]() if callable(page["title"]) else page["title"]
     # The Location's props as window.location has them: equal ones are not set again on
     # mount, which is what would fire the router.
-    location_id, content_id, store_id, dummy_id = container_ids()
+    location_id, content_id, store_id, dummy_id = ids
     location = dcc.Location(id=location_id, refresh="callback-nav", href=address,
                             pathname=url.path, search=f"?{url.query}" if url.query else "",
                             hash=f"#{url.fragment}" if url.fragment else "")

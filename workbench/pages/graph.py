@@ -435,10 +435,10 @@ def _moved(trigger, woken, run, tap, mode, step, partition, pattern, current, se
         return (expanded, chosen, told) + (no_update,) * 6
     drawn = draw(run, current if expanded is no_update else expanded, mode, step, partition,
                  selected if chosen is no_update else chosen)
-    if trigger == CYTO and expanded is no_update and drawn[5] is not no_update:
+    if trigger == CYTO and expanded is no_update:
         # A click that only selects (a leaf): the same drawing with the outline moved, in
-        # the user's pan and zoom; a new layout would fit the whole graph to the window.
-        drawn = drawn[:5] + (no_update,) + drawn[6:]
+        # the user's pan and zoom; a new layout (the last part) would fit the whole graph.
+        drawn = drawn[:5] + (no_update,)
     return (expanded, chosen, told) + drawn
 
 
