@@ -1,7 +1,13 @@
 // Live follow's browser side (workbench/pages/common.py keep_zooms): the zoom each plot's
 // relayouts set, merged into the page's zoom store, so that a live refresh states it on the
-// new figure. dcc.Graph's relayoutData holds only the last event, which a resize (autosize)
-// replaces; plotly's uirevision keeps only what a drag changed.
+// new figure (plotly's uirevision keeps only what a drag changed).
+//
+// Each plot's relayout events are merged as plotly sends them (plot.__liveZoom), by a
+// listener added as the plot's frame is built, and re-sent as a bubbling DOM event
+// (RELAYOUT_EVENT, detail: plotly's event) for the pages' own scripts (assets/scalars.js).
+// Not from dcc.Graph's relayoutData alone: it holds only the last event, and a callback
+// reads it when the callback runs, so a resize ({autosize: true}) just after a zoom replaced
+// the zoom before it was read. The zooms callback (fired by relayoutData) reads the merge.
 (function () {
     "use strict";
     const AXIS = /^([xy]axis\d{0,2})\.(?:range(?:\[([01])\])?|(autorange))$/;
@@ -54,6 +60,31 @@
         return zoom;
     }
 
+    const RELAYOUT_EVENT = "workbench-relayout";
+
+    // One relayout event of a plot, as it happens: merged into its zoom, which starts from
+    // the zoom its figure states (the server's, from the address: common.keep_zooms).
+    function relayouted(plot, relayout) {
+        plot.__liveZoom = merged(plot.__liveZoom || stated(plot), relayout);
+        plot.dispatchEvent(new CustomEvent(RELAYOUT_EVENT, {bubbles: true, detail: relayout}));
+    }
+
+    function listen() {
+        document.querySelectorAll(".js-plotly-plot").forEach((plot) => {
+            if (!plot.__relayouts && typeof plot.on === "function") {
+                plot.__relayouts = true;
+                plot.on("plotly_relayout", (relayout) => relayouted(plot, relayout));
+            }
+        });
+    }
+
+    function watch() {
+        new MutationObserver(listen).observe(document.body, {childList: true, subtree: true});
+        listen();
+    }
+
+    // The zoom of each plot of `ids` as its events merged it (as its figure states it before
+    // any; where a plot is not found, its stored zoom merged with its last relayout).
     function zooms(relayouts, ids, kept) {
         const many = Array.isArray(ids);
         const idList = many ? ids : [ids];
@@ -63,15 +94,18 @@
             const key = keyOf(id);
             const element = elementOf(id);
             const plot = element && (element.querySelector(".js-plotly-plot") || element);
-            // A plot drawn anew (its element is new) starts from the zoom its figure states
-            // (the server's, from the address: common.keep_zooms), else from none.
-            const fresh = plot && !plot.__liveZoomSeen;
-            if (plot) { plot.__liveZoomSeen = true; }
-            const before = fresh ? stated(plot) : (!kept ? {} : (kept[key] || {}));
-            const zoom = events[i] ? merged(before, events[i]) : before;
+            const before = (kept && kept[key]) || {};
+            const zoom = plot ? (plot.__liveZoom || stated(plot))
+                : (events[i] ? merged(before, events[i]) : before);
             if (Object.keys(zoom).length) { next[key] = zoom; }
         });
         return next;
+    }
+
+    if (document.body) {
+        watch();
+    } else {
+        document.addEventListener("DOMContentLoaded", watch);
     }
 
     window.dash_clientside = Object.assign({}, window.dash_clientside, {

@@ -11,7 +11,8 @@ from selenium.webdriver.support.wait import WebDriverWait
 
 _ZOOM = """
 const plot = document.querySelector(arguments[0]);
-Plotly.relayout(plot, {'xaxis.range': arguments[1], 'yaxis.range': arguments[2]});
+const zoomed = Plotly.relayout(plot, {'xaxis.range': arguments[1], 'yaxis.range': arguments[2]});
+if (arguments[3]) { zoomed.then(() => Plotly.relayout(plot, {autosize: true})); }
 return true;
 """
 _RANGES = """
@@ -27,8 +28,11 @@ return Math.max(...plot._fullData.map(trace => (trace.x || []).length));
 """
 
 
-def zoom(duo, plot: str, x_range: list, y_range: list) -> None:
-    duo.driver.execute_script(_ZOOM, plot, x_range, y_range)
+def zoom(duo, plot: str, x_range: list, y_range: list, resize: bool = False) -> None:
+    """A zoom as a drag makes it; with `resize`, a resize's relayout ({autosize: true}) at
+    once after it, as a window resize or a loaded machine's late layout sends it: dcc.Graph
+    then reports only the resize, and the zoom must be kept all the same."""
+    duo.driver.execute_script(_ZOOM, plot, x_range, y_range, resize)
     WebDriverWait(duo.driver, WAIT_S).until(
         lambda driver: (got := driver.execute_script(_RANGES, plot)) is not None
         and _near(got[0], x_range) and _near(got[1], y_range),

@@ -50,7 +50,7 @@ def test_a_zoom_and_the_mode_survive_a_live_refresh(dash_duo, tmp_path):
     x_range, y_range = [0.5, 2.5], [0.0, 30.0]
     zoom(dash_duo, HISTOGRAM, x_range, y_range)
     steps_range, values_range = [1.0, 2.0], [-1.0, 4.0]
-    zoom(dash_duo, DISTRIBUTION, steps_range, values_range)
+    zoom(dash_duo, DISTRIBUTION, steps_range, values_range, resize=True)
 
     _steps(run, range(4, 6))
     wait_for_points(dash_duo, DISTRIBUTION, 6)            # the refresh landed

@@ -49,7 +49,7 @@ def test_a_zoom_on_compare_curves_survives_a_live_refresh(dash_duo, tmp_path):
     wait_for_points(dash_duo, COMPARE_PLOT, 5)
     dash_duo.wait_for_contains_text("#compare-live-banner-div", "running")
     x_range, y_range = [1.0, 3.0], [0.4, 1.2]
-    zoom(dash_duo, COMPARE_PLOT, x_range, y_range)
+    zoom(dash_duo, COMPARE_PLOT, x_range, y_range, resize=True)
     dash_duo.driver.execute_script(
         f"document.querySelector('{COMPARE_PLOT}').__kept = 1")
     _losses(runs, range(5, 10))
@@ -80,7 +80,7 @@ def test_the_timeline_keeps_its_zoom_when_it_follows_a_new_traced_step(dash_duo,
     dash_duo.wait_for_contains_text("#timeline-summary-text", "step 1:")
     wait_for_points(dash_duo, TIMELINE_PLOT, 1)
     x_range, y_range = [20.0, 60.0], [-0.4, 0.4]
-    zoom(dash_duo, TIMELINE_PLOT, x_range, y_range)
+    zoom(dash_duo, TIMELINE_PLOT, x_range, y_range, resize=True)
     _traced(run, range(2, 3))
     dash_duo.wait_for_contains_text("#timeline-summary-text", "step 2:")   # followed
     assert_zoom_kept(dash_duo, TIMELINE_PLOT, x_range, y_range)

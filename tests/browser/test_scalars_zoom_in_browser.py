@@ -1,6 +1,6 @@
-"""Scalars in headless Chromium: a zoom (x and y, set as a drag sets it) survives a live
-refresh that adds points to the zoomed plot. Its own file, so a rework of the Scalars page
-keeps it."""
+"""Scalars in headless Chromium: a zoom (x and y, set as a drag sets it, a resize just after
+it) survives a live refresh that adds points to the zoomed plot. Its own file, so a rework
+of the Scalars page keeps it."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ def test_a_zoom_on_scalars_survives_a_live_refresh(dash_duo, tmp_path):
     wait_for_points(dash_duo, PLOT, 6)
     dash_duo.wait_for_contains_text("#scalars-live-banner-div", "● running: step 5")
     x_range, y_range = [1.0, 3.0], [0.2, 0.6]
-    zoom(dash_duo, PLOT, x_range, y_range)
+    zoom(dash_duo, PLOT, x_range, y_range, resize=True)
     _losses(run, range(6, 12))
     wait_for_points(dash_duo, PLOT, 12)          # the refresh landed
     dash_duo.wait_for_contains_text("#scalars-live-banner-div", "● running: step 11")

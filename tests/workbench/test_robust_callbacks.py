@@ -68,8 +68,8 @@ CALLBACKS = {
         [{"type": scalars.CURVE_GRAPH, "tag": "loss"}], [r.run], ["loss"], 0.6, None, [], None,
         {"runs": {}, "changed": ["steps"]})),
     "scalars.zoom_curves": (scalars.zoom_curves, lambda r: (
-        [{"xaxis.range[0]": 1, "xaxis.range[1]": 3}], [{"type": scalars.CURVE_GRAPH,
-                                                        "tag": "loss"}], [r.run], ["loss"],
+        {"relayout": {"xaxis.range[0]": 1, "xaxis.range[1]": 3}, "n": 1},
+        [{"type": scalars.CURVE_GRAPH, "tag": "loss"}], [r.run], ["loss"],
         0.6, "step", [], None, {"axis": "step", "from": 0, "to": 2})),
     "scalars.tag_choice.poll": (scalars.tag_choice, lambda r: ([r.run], ["loss"], None, {})),
     "graph.step_choice.poll": (graph.step_choice, lambda r: (r.run, None, 3, [], {})),

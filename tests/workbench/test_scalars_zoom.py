@@ -155,8 +155,8 @@ def test_wall_and_relative_zooms_find_the_same_points(logdir):
 
 
 def _zoom(relayout, x_axis="step", current=None, log_scale=(), tags=("loss",), runs=("long",)):
-    return scalars.zoom_curves([relayout], GRAPH, list(runs), list(tags), 0.6, x_axis,
-                               list(log_scale), None, current)
+    return scalars.zoom_curves({"relayout": relayout, "n": 1}, GRAPH, list(runs), list(tags),
+                               0.6, x_axis, list(log_scale), None, current)
 
 
 def _trace_x(figure) -> np.ndarray:
@@ -205,8 +205,8 @@ def test_a_double_click_restores_the_whole_view(logdir):
 
 def test_every_subplot_is_zoomed_together(logdir, tmp_path):
     (figure,), zoom = scalars.zoom_curves(
-        [{"xaxis.range[0]": 10, "xaxis.range[1]": 20}], [{"type": scalars.CURVE_GRAPH,
-                                                          "tag": "loss,other"}],
+        {"relayout": {"xaxis.range[0]": 10, "xaxis.range[1]": 20}, "n": 3},
+        [{"type": scalars.CURVE_GRAPH, "tag": "loss,other"}],
         ["long"], ["loss", "other"], 0.6, "step", [], None, None)
     assert zoom["from"] == 10 and figure.layout.xaxis.range == (10, 20)
     assert "xaxis2" not in figure.layout.to_plotly_json()     # "other" is not in the run
@@ -280,6 +280,13 @@ def _walk(component):
 def test_hostile_relayouts_change_nothing(logdir, relayout):
     with pytest.raises(PreventUpdate):
         _zoom(relayout)
+
+
+@pytest.mark.parametrize("zoom_ask", [None, 5, "x", [], {"n": 1}, {"relayout": 5, "n": 2},
+                                      {"relayout": [{"xaxis.range": [1, 2]}]}])
+def test_hostile_zoom_asks_change_nothing(logdir, zoom_ask):
+    with pytest.raises(PreventUpdate):
+        scalars.zoom_curves(zoom_ask, GRAPH, ["long"], ["loss"], 0.6, "step", [], None, None)
 
 
 def test_bad_zooms_are_told_by_name():

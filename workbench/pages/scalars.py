@@ -115,6 +115,7 @@ def layout(run: str | None = None, tag: str | None = None, x: str | None = None,
         dcc.Store(id=TAG_QUERY_STORE, data=tag),
         dcc.Store(id=STEP_QUERY_STORE, data=marked),
         dcc.Store(id=scalars_zoom.ZOOM_STORE, data=zoom),
+        dcc.Store(id=scalars_zoom.ZOOM_ASK_STORE),
         dcc.Download(id=DOWNLOAD), *address_stores("scalars", link=True),
         html.Div(className="controls", children=[
             labelled("Runs", dcc.Dropdown(id=RUN_DROPDOWN, multi=True,
@@ -360,19 +361,17 @@ def _no_zoom_update(_problem: str = ""):
 
 
 @answers(_no_zoom_update)
-def zoom_curves(relayouts, graph_ids, runs, tags, smoothing, x_axis, log_scale, marked_step,
+def zoom_curves(zoom_ask, graph_ids, runs, tags, smoothing, x_axis, log_scale, marked_step,
                 current=None) -> tuple[list, dict | None]:
-    """A zoom of any subplot (its relayout's x range): every subplot redrawn over that
-    range from its points there (data.zoomed_curve), and the zoom kept in the zoom store
-    (so in the address); a double click's autorange: the whole view again, the zoom
-    dropped. Anything else (a resize, a y-only zoom, a zoom already drawn) changes nothing;
-    a bad range is ignored."""
-    if not isinstance(relayouts, list) or not isinstance(graph_ids, list):
-        raise PreventUpdate
-    asked, relayout = next(((found, relayout) for relayout in relayouts
-                            if (found := scalars_zoom.relayout_zoom(relayout)) is not None),
-                           (None, None))
-    if asked is None:
+    """A zoom of any subplot (the relayout in `zoom_ask`, the zoom-ask store: its x range):
+    every subplot redrawn over that range from its points there (data.zoomed_curve), and the
+    zoom kept in the zoom store (so in the address); a double click's autorange: the whole
+    view again, the zoom dropped. Anything else (a y-only zoom, a zoom already drawn)
+    changes nothing; a bad range is ignored. The browser writes the store from the plots'
+    relayout events that ask of the x axes (assets/scalars.js), not a resize's."""
+    relayout = scalars_zoom.asked_relayout(zoom_ask)
+    asked = scalars_zoom.relayout_zoom(relayout)
+    if asked is None or not isinstance(graph_ids, list):
         raise PreventUpdate
     runs = [data.check_name(run) for run in inputs.text_list(runs, "the runs")]
     tags = inputs.text_list(tags, "the tags")
@@ -482,7 +481,7 @@ def register_callbacks(app: dash.Dash) -> None:
         _refresh_with_zooms)
     app.callback(Output({"type": CURVE_GRAPH, "tag": ALL}, "figure", allow_duplicate=True),
                  Output(scalars_zoom.ZOOM_STORE, "data"),
-                 Input({"type": CURVE_GRAPH, "tag": ALL}, "relayoutData"),
+                 Input(scalars_zoom.ZOOM_ASK_STORE, "data"),
                  State({"type": CURVE_GRAPH, "tag": ALL}, "id"), State(RUN_DROPDOWN, "value"),
                  State(TAG_DROPDOWN, "value"), State(SMOOTHING_SLIDER, "value"),
                  State(X_AXIS_RADIO, "value"), State(LOG_SCALE_CHECK, "value"),

@@ -15,6 +15,10 @@ from viz.scalars import RELATIVE, STEP, WALL, X_AXES, Curve, relative_unit_of
 from workbench import data, inputs
 
 ZOOM_STORE = "scalars-zoom-store"
+# The relayout that last asked something of the x axes ({"relayout": ..., "n": count}),
+# written in the browser from the plots' relayout events (assets/scalars.js): the zoom
+# fetch's input.
+ZOOM_ASK_STORE = "scalars-zoom-ask-store"
 MAX_END_CHARS = 40
 # Plotly's x axes of the subplots: xaxis, xaxis2, ... (tags_figure's names).
 _X_RANGE = re.compile(r"^xaxis(\d{0,3})\.range(?:\[([01])\])?$")
@@ -48,6 +52,11 @@ def relayout_zoom(relayout: Any) -> tuple[Any, Any] | str | None:
         if all(end is not None for end in pair):
             return pair[0], pair[1]
     return None
+
+
+def asked_relayout(asked: Any) -> Any:
+    """The relayout a zoom-ask store holds (None for none or a malformed store)."""
+    return asked.get("relayout") if isinstance(asked, dict) else None
 
 
 def relayout_values(relayout: Any) -> dict[str, list]:
