@@ -48,24 +48,35 @@ def _wait(duo, what, message):
     return WebDriverWait(duo.driver, WAIT_S).until(lambda _driver: what(), message=message)
 
 
-def test_a_zoom_fetches_the_range_and_a_double_click_restores_the_view(dash_duo, tmp_path):
-    with RunWriter(tmp_path, "long") as run:
+def _long_run(duo, logdir) -> None:
+    with RunWriter(logdir, "long") as run:
         for step in range(POINTS):
             run.scalar("loss", math.sin(step / 50.0) + step / POINTS, step,
                        wall_time=1.79e9 + step)
-    dash_duo.start_server(create_app(tmp_path))
-    dash_duo.driver.set_window_size(1280, 800)
-    open_page(dash_duo, "/scalars?run=long&tag=loss&smoothing=0")
-    wait_for_points(dash_duo, PLOT, 1000)
-    _wait(dash_duo, lambda: dash_duo.driver.execute_script(_LISTENING, PLOT),
+    duo.start_server(create_app(logdir))
+    duo.driver.set_window_size(1280, 800)
+
+
+def _zoom_fetches(duo) -> int:
+    """Zooms to steps 5,000-6,000 (a resize at once after) and checks every point of the
+    range came; returns how many the whole view drew there."""
+    wait_for_points(duo, PLOT, 1000)
+    _wait(duo, lambda: duo.driver.execute_script(_LISTENING, PLOT),
           "the plot never listened to relayouts")
-    coarse = _inside(dash_duo, 5_000, 6_000)
+    coarse = _inside(duo, 5_000, 6_000)
     assert 0 < coarse < 100                     # 1,200 points over 20,000 steps
-    dash_duo.driver.execute_script(_ZOOM_THEN_RESIZE, PLOT, [5_000, 6_000])
+    duo.driver.execute_script(_ZOOM_THEN_RESIZE, PLOT, [5_000, 6_000])
     # Every one of the range's 1,001 points (and a neighbour each side), fetched.
-    _wait(dash_duo, lambda: _inside(dash_duo, 5_000, 6_000) == 1_001, "the zoom never fetched")
-    x, x_range = dash_duo.driver.execute_script(_BOLD_X, PLOT, "long")
+    _wait(duo, lambda: _inside(duo, 5_000, 6_000) == 1_001, "the zoom never fetched")
+    x, x_range = duo.driver.execute_script(_BOLD_X, PLOT, "long")
     assert (x[0], x[-1]) == (4_999, 6_001) and x_range == [5_000, 6_000]
+    return coarse
+
+
+def test_a_zoom_fetches_the_range_and_a_double_click_restores_the_view(dash_duo, tmp_path):
+    _long_run(dash_duo, tmp_path)
+    open_page(dash_duo, "/scalars?run=long&tag=loss&smoothing=0")
+    coarse = _zoom_fetches(dash_duo)
     _wait(dash_duo, lambda: "from=5000&to=6000" in dash_duo.driver.current_url,
           "the address never took the zoom")
     assert dash_duo.driver.current_url.endswith(
@@ -86,4 +97,16 @@ def test_a_zoom_fetches_the_range_and_a_double_click_restores_the_view(dash_duo,
     _wait(dash_duo, lambda: _inside(dash_duo, 12_000.5, 12_500) == 500,
           "the address's zoom was not drawn")
     assert dash_duo.driver.execute_script(_BOLD_X, PLOT, "long")[1] == [12_000.5, 12_500]
+    assert dash_duo.get_logs() == []
+
+
+def test_a_zoom_fetches_on_scalars_reached_inside_the_app(dash_duo, tmp_path):
+    """The page's browser side (assets/live.js, assets/scalars.js) runs once per page load:
+    Scalars reached from the navigation bar, without a load, fetches zooms too."""
+    _long_run(dash_duo, tmp_path)
+    open_page(dash_duo, "/")
+    dash_duo.wait_for_element("#app-nav-scalars-link").click()
+    _zoom_fetches(dash_duo)
+    _wait(dash_duo, lambda: "from=5000&to=6000" in dash_duo.driver.current_url,
+          "the address never took the zoom")
     assert dash_duo.get_logs() == []
