@@ -22,9 +22,10 @@
 
     document.addEventListener(RELAYOUT_EVENT, (event) => {
         const onCurves = event.target.closest && event.target.closest(CURVES);
-        if (onCurves && asksX(event.detail) && window.dash_clientside.set_props) {
+        const clientside = window.dash_clientside;
+        if (onCurves && asksX(event.detail) && clientside && clientside.set_props) {
             asked += 1;     // so that asking the same range again is a change too
-            window.dash_clientside.set_props(ASK_STORE, {data: {relayout: event.detail, n: asked}});
+            clientside.set_props(ASK_STORE, {data: {relayout: event.detail, n: asked}});
         }
     });
 }());

@@ -6,6 +6,7 @@ back; a double click's autorange restores the whole view; hostile relayouts chan
 from __future__ import annotations
 
 import math
+import re
 import shutil
 import sqlite3
 
@@ -321,3 +322,14 @@ def test_a_live_refresh_fetches_the_zoom_again(logdir):
     with pytest.raises(PreventUpdate):        # a junk zoom store: the figure stays
         scalars.refresh_curves(GRAPH, ["long"], ["loss"], 0.6, "step", [], None,
                                {"runs": {}, "changed": ["steps"]}, None, "junk")
+
+
+def test_the_browser_side_names_the_page_s_own_ids():
+    """assets/scalars.js writes the zoom-ask store of the Scalars page's plots, and listens to
+    the relayout events assets/live.js re-sends: a renamed id on either side breaks the zoom."""
+    from workbench.app import ASSETS
+    scalars_js = (ASSETS / "scalars.js").read_text()
+    assert f'"{scalars_zoom.ZOOM_ASK_STORE}"' in scalars_js
+    assert f'"#{scalars.CURVES_DIV}"' in scalars_js
+    event = re.search(r'const RELAYOUT_EVENT = "([^"]+)"', (ASSETS / "live.js").read_text())
+    assert event and f'const RELAYOUT_EVENT = "{event.group(1)}"' in scalars_js
